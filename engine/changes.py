@@ -1,0 +1,201 @@
+"""Changes: what a hook answers with, checked per point, and the pure rules that merge them.
+
+Merge rules (one place, stated once, beside the code that follows them):
+
+- add up: ``notice``, ``sections``, ``append``, and ``messages`` at before_user_message;
+- replace (a later change wins): ``question``, ``instruction``, ``tools``, ``input``,
+  ``answer``, ``result``, and ``messages`` at before_call; a replaced ``answer`` already
+  contains the appends before it (the hook saw them), so it restarts ``append``;
+- merge: ``settings`` (a later key wins);
+- block: the first ``block`` ends the chain; nothing after it is applied.
+
+``merge`` is associative and the empty change is its identity (tests check both with
+Hypothesis), so a pipeline is a fold of its hooks' changes over the empty change.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from engine.errors import PluginError
+from engine.points import ACCEPTED, Message, Point
+
+ADD_UP = ("notice", "sections", "append")
+REPLACE = ("question", "instruction", "tools", "input", "answer", "result")
+
+
+def _as_list(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+class Change(BaseModel):
+    """A hook's answer at one point; every field optional, ``None`` meaning "no change"."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    block: str | None = None
+    """Refuse: the reason shown to the user or the model. The first block ends the chain."""
+    messages: list[Message] | list[dict[str, Any]] | None = None
+    """before_user_message: messages to inject (add up). before_call: the whole list (replace)."""
+    notice: list[str] = Field(default_factory=list)
+    """Short notes for the UI (add up). A single string is taken as a list of one."""
+    answer: str | None = None
+    """before_user_message: the turn's answer, LLM skipped. before_assistant_message: the new answer."""
+    question: str | None = None
+    """Rewrite the user's message."""
+    sections: list[str] = Field(default_factory=list)
+    """Sections added to the instruction (add up)."""
+    instruction: str | None = None
+    """Replace the instruction."""
+    tools: list[Any] | None = None
+    """The tools the LLM may use: a subset of the event's tools."""
+    settings: dict[str, Any] | None = None
+    """LLM settings to merge (a later key wins)."""
+    input: dict[str, Any] | None = None
+    """Replace the tool's input."""
+    result: Any = None
+    """Replace the tool's result (e.g. redaction)."""
+    append: list[str] = Field(default_factory=list)
+    """Text appended to the answer (add up)."""
+
+    @field_validator("notice", "sections", "append", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return _as_list(value)
+
+    def is_empty(self) -> bool:
+        return not self.model_fields_set or self == EMPTY
+
+    def as_data(self) -> dict[str, Any]:
+        """The change as JSON data with only the fields it sets."""
+        return self.model_dump(mode="json", exclude_defaults=True)
+
+
+EMPTY = Change()
+
+
+def parse_change(
+    point: Point, data: Any, *, hook: str, event: dict[str, Any] | None = None
+) -> Change:
+    """Check a hook's answer for ``point`` and return it as a Change.
+
+    Raises:
+        PluginError: the answer is not a mapping, names a field the point does not take,
+            or has a value of the wrong type (e.g. a tool the event does not offer).
+    """
+    if data is None:
+        return EMPTY
+    if isinstance(data, Change):
+        data = data.model_dump(exclude_unset=True)
+    if not isinstance(data, dict):
+        raise PluginError(
+            f"hook {hook!r} at {point}: a change must be a mapping or null, "
+            f"got {type(data).__name__}", hook=hook, point=point,
+        )
+    accepted = ACCEPTED[point]
+    for field in data:
+        if field not in accepted:
+            takes = ", ".join(sorted(accepted)) or "nothing (it only hears)"
+            raise PluginError(
+                f"hook {hook!r} at {point}: field {field!r} is not accepted here; "
+                f"{point} takes {takes}", hook=hook, point=point, field=str(field),
+            )
+    data = {k: v for k, v in data.items() if v is not None}
+    if point is Point.BEFORE_USER_MESSAGE and "messages" in data:
+        data["messages"] = [_message(m, hook, point) for m in data["messages"]] \
+            if isinstance(data["messages"], list) else data["messages"]
+    try:
+        change = Change.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise PluginError(
+            f"hook {hook!r} at {point}: {field}: {err['msg']}",
+            hook=hook, point=point, field=str(err["loc"][0]),
+        ) from exc
+    if change.tools is not None and event is not None:
+        _check_subset(change.tools, event.get("tools", []), hook, point)
+    return change
+
+
+def _message(value: Any, hook: str, point: Point) -> Any:
+    if isinstance(value, dict):
+        try:
+            return Message.model_validate(value)
+        except ValidationError as exc:
+            raise PluginError(
+                f"hook {hook!r} at {point}: messages: {exc.errors()[0]['msg']} "
+                "(a message is {role: system|user|assistant, content: text})",
+                hook=hook, point=point, field="messages",
+            ) from exc
+    return value
+
+
+def _tool_name(tool: Any) -> Any:
+    return tool.get("name") if isinstance(tool, dict) else tool
+
+
+def _check_subset(tools: list[Any], offered: list[Any], hook: str, point: Point) -> None:
+    names = {_tool_name(t) for t in offered}
+    for tool in tools:
+        if _tool_name(tool) not in names:
+            raise PluginError(
+                f"hook {hook!r} at {point}: tools: {_tool_name(tool)!r} is not one of the "
+                "event's tools (a change may only narrow the tools)",
+                hook=hook, point=point, field="tools",
+            )
+
+
+def merge(point: Point, first: Change, second: Change) -> Change:
+    """Combine two changes at ``point`` as if ``second`` came after ``first``."""
+    if first.block is not None:
+        return first
+    if second.is_empty():
+        return first
+    if first.is_empty():
+        return second
+    fields: dict[str, Any] = {"block": second.block}
+    for name in REPLACE:
+        later = getattr(second, name)
+        fields[name] = later if later is not None else getattr(first, name)
+    for name in ADD_UP:
+        fields[name] = [*getattr(first, name), *getattr(second, name)]
+    if second.answer is not None:
+        fields["append"] = list(second.append)
+    if first.settings is not None or second.settings is not None:
+        fields["settings"] = {**(first.settings or {}), **(second.settings or {})}
+    fields["messages"] = _merge_messages(point, first.messages, second.messages)
+    return Change.model_construct(
+        _fields_set={k for k, v in fields.items() if v not in (None, [])}, **fields
+    )
+
+
+def _merge_messages(point: Point, first: Any, second: Any) -> Any:
+    if point is Point.BEFORE_USER_MESSAGE and first is not None and second is not None:
+        return [*first, *second]
+    return second if second is not None else first
+
+
+def apply(point: Point, event: dict[str, Any], change: Change) -> dict[str, Any]:
+    """The event as a later hook sees it once ``change`` is applied (a new dict)."""
+    if change.is_empty():
+        return event
+    seen = copy.deepcopy(event)
+    for name in ("question", "instruction", "tools", "input", "result", "settings"):
+        value = getattr(change, name)
+        if value is None or name not in seen:
+            continue
+        seen[name] = {**seen[name], **value} if name == "settings" else copy.deepcopy(value)
+    if point is Point.BEFORE_CALL and change.messages is not None:
+        seen["messages"] = copy.deepcopy(change.messages)
+    if point is Point.BEFORE_ASSISTANT_MESSAGE:
+        seen["answer"] = join_answer(change.answer or seen["answer"], change.append)
+    return seen
+
+
+def join_answer(answer: str, appended: list[str]) -> str:
+    """The answer with appended texts, one paragraph each."""
+    return "\n\n".join([answer, *appended]) if appended else answer

@@ -1,0 +1,327 @@
+"""Load and validate a config folder: engine.yaml, the host layer, every agent and its hooks.
+
+Problems are collected, never stopped at the first; an agent loads whole or not at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from engine.config.models import KINDS, AgentConfig, EngineSettings, HookBase, ScriptHookConfig
+from engine.config.yamlfile import Loc, YamlDoc, dotted, read_yaml
+from engine.errors import ConfigError, Problem
+from engine.points import suggest
+
+Layer = Literal["agent", "host"]
+
+
+@dataclass(frozen=True)
+class HookSpec:
+    """A validated hook file: its model, where it came from, and its version."""
+
+    config: Any
+    """The kind's model (InjectConfig, ScriptHookConfig, ...)."""
+    path: Path
+    shown: str
+    """The path as errors and records show it."""
+    version: str
+    """sha256 of the YAML and, for scripts, the script (12 hex digits)."""
+    layer: Layer
+    script_path: Path | None = None
+    script_text: str | None = None
+    line_of: dict[Loc, int] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return str(self.config.name)
+
+    @property
+    def kind(self) -> str:
+        return str(self.config.kind)
+
+    def line(self, *loc: str | int) -> int | None:
+        for end in range(len(loc), -1, -1):
+            line = self.line_of.get(tuple(loc[:end]))
+            if line is not None:
+                return line
+        return None
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """An agent's validated config and its hooks in order (the host layer not included)."""
+
+    name: str
+    folder: Path
+    config: AgentConfig
+    hooks: tuple[HookSpec, ...]
+    files: frozenset[Path]
+    """Every file the agent's config was read from (for hot reload)."""
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """A whole config folder."""
+
+    root: Path
+    """The config folder (holds engine.yaml and agents/)."""
+    base_dir: Path
+    """The project folder: relative db paths resolve against it (the config folder's parent)."""
+    settings: EngineSettings
+    host_hooks: tuple[HookSpec, ...]
+    agents: dict[str, AgentSpec]
+    host_files: frozenset[Path] = frozenset()
+
+
+def show(path: Path) -> str:
+    """A path as people read it: relative to the working folder when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()[:12]
+
+
+# -- validation errors -> problems ---------------------------------------------------------
+
+
+def _fields_at(model: type[BaseModel], loc: Loc) -> list[str]:
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        info = model.model_fields.get(str(part))
+        sub = _model_of(info.annotation) if info else None
+        if sub is None:
+            return []
+        model = sub
+    return list(model.model_fields)
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def model_problems(
+    exc: ValidationError, doc: YamlDoc, shown: str, model: type[BaseModel]
+) -> list[Problem]:
+    """One Problem per pydantic error, with the line of the field it is about."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc: Loc = tuple(err["loc"])
+        kind = err["type"]
+        hint = None
+        if kind == "extra_forbidden":
+            message = "unknown field"
+            close = suggest(str(loc[-1]), _fields_at(model, loc[:-1]))
+            hint = f"did you mean {close!r}?" if close else None
+        elif kind == "missing":
+            message = "required field is missing"
+        else:
+            message = err["msg"].removeprefix("Value error, ")
+            if kind not in ("value_error", "assertion_error") and "input" in err:
+                message += f", got {_short(err['input'])}"
+        problems.append(Problem(shown, doc.line_of(loc), dotted(loc) or None, message, hint))
+    return problems
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def validate(model: type[BaseModel], doc: YamlDoc, shown: str) -> tuple[Any, list[Problem]]:
+    try:
+        return model.model_validate(doc.data), []
+    except ValidationError as exc:
+        return None, model_problems(exc, doc, shown, model)
+
+
+# -- files ---------------------------------------------------------------------------------
+
+
+def load_hook_file(path: Path, *, layer: Layer = "agent") -> tuple[HookSpec | None, list[Problem]]:
+    """Read and validate one hook YAML file (and read its script, if it has one)."""
+    shown = show(path)
+    doc, problems = read_yaml(path, shown)
+    if doc is None or problems:
+        return None, problems
+    kind = doc.data.get("kind")
+    if kind is None:
+        return None, [Problem(shown, 1, "kind", "required field is missing",
+                              f"one of: {', '.join(KINDS)}")]
+    if not isinstance(kind, str) or kind not in KINDS:
+        close = suggest(str(kind), list(KINDS))
+        hint = f"did you mean {close!r}?" if close else f"one of: {', '.join(KINDS)}"
+        return None, [Problem(shown, doc.line_of(("kind",)), "kind", f"unknown kind {kind!r}", hint)]
+    model = KINDS[kind]
+    config, problems = validate(model, doc, shown)
+    if config is None:
+        return None, problems
+    script_path = script_text = None
+    if isinstance(config, ScriptHookConfig) and config.script is not None:
+        script_path = (path.parent / config.script).resolve()
+        try:
+            script_text = script_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None, [Problem(shown, doc.line_of(("script",)), "script",
+                                  f"script file not found: {show(script_path)}")]
+        except (OSError, UnicodeDecodeError) as exc:
+            return None, [Problem(shown, doc.line_of(("script",)), "script",
+                                  f"cannot read script {show(script_path)}: {exc}")]
+    version = digest(doc.text, script_text or "")
+    spec = HookSpec(config, path.resolve(), shown, version, layer, script_path, script_text,
+                    dict(doc.lines))
+    return spec, []
+
+
+def load_engine_settings(root: Path) -> tuple[EngineSettings, list[Problem]]:
+    """config/engine.yaml, or the defaults when there is none."""
+    path = root / "engine.yaml"
+    if not path.exists():
+        return EngineSettings(), []
+    doc, problems = read_yaml(path, show(path))
+    if doc is None or problems:
+        return EngineSettings(), problems
+    settings, problems = validate(EngineSettings, doc, show(path))
+    return settings or EngineSettings(), problems
+
+
+def _hook_paths(
+    folder: Path, files: list[str], names: list[str], owner: Path, doc: YamlDoc | None
+) -> list[tuple[Path, int | None]]:
+    found = []
+    for i, rel in enumerate(files):
+        found.append((folder / rel, doc.line_of(("hook_files", i)) if doc else None))
+    for i, name in enumerate(names):
+        found.append((folder / "hooks" / f"{name}.yaml", doc.line_of(("hooks", i)) if doc else None))
+    return found
+
+
+def _load_hooks(
+    paths: list[tuple[Path, int | None]], owner: str, layer: Layer
+) -> tuple[list[HookSpec], list[Problem]]:
+    specs: list[HookSpec] = []
+    problems: list[Problem] = []
+    for path, line in paths:
+        if not path.is_file():
+            problems.append(Problem(owner, line, "hook_files" if line else None,
+                                    f"hook file not found: {show(path)}"))
+            continue
+        spec, found = load_hook_file(path, layer=layer)
+        problems += found
+        if spec is not None:
+            specs.append(spec)
+    return specs, problems
+
+
+def _duplicates(specs: list[HookSpec]) -> list[Problem]:
+    problems = []
+    first: dict[str, HookSpec] = {}
+    for spec in specs:
+        if spec.name in first:
+            problems.append(Problem(
+                spec.shown, spec.line("name"), "name",
+                f"duplicate hook name {spec.name!r} (also in {first[spec.name].shown})",
+            ))
+        first.setdefault(spec.name, spec)
+    return problems
+
+
+def load_host_layer(root: Path, settings: EngineSettings) -> tuple[list[HookSpec], list[Problem]]:
+    doc = None
+    engine_yaml = root / "engine.yaml"
+    if engine_yaml.exists():
+        doc, _ = read_yaml(engine_yaml, show(engine_yaml))
+    paths = _hook_paths(root, settings.hook_files, settings.hooks, engine_yaml, doc)
+    specs, problems = _load_hooks(paths, show(engine_yaml), "host")
+    return specs, problems + _duplicates(specs)
+
+
+def load_agent(
+    root: Path, name: str, host_hooks: list[HookSpec] | tuple[HookSpec, ...] = ()
+) -> AgentSpec:
+    """Load one agent whole, or raise ConfigError with every problem found."""
+    folder = root / "agents" / name
+    path = folder / "agent.yaml"
+    shown = show(path)
+    doc, problems = read_yaml(path, shown)
+    if doc is None or problems:
+        raise ConfigError(problems)
+    config, problems = validate(AgentConfig, doc, shown)
+    if config is None:
+        raise ConfigError(problems)
+    paths = _hook_paths(folder, config.hook_files, config.hooks, path, doc)
+    specs, problems = _load_hooks(paths, shown, "agent")
+    if not paths:
+        problems.append(Problem(shown, 1, None, "the agent lists no hooks",
+                                "add hook_files: [hooks/<file>.yaml] or hooks: [<name>]"))
+    problems += _duplicates([*specs, *host_hooks])
+    if problems:
+        raise ConfigError(problems)
+    files = {path.resolve(), *(s.path for s in specs)}
+    files |= {s.script_path for s in specs if s.script_path}
+    return AgentSpec(name, folder, config, tuple(specs), frozenset(files))
+
+
+def agent_names(root: Path) -> list[str]:
+    agents = root / "agents"
+    if not agents.is_dir():
+        return []
+    return sorted(p.name for p in agents.iterdir() if (p / "agent.yaml").is_file())
+
+
+def load_project(root: str | Path, *, only: list[str] | None = None) -> ProjectConfig:
+    """Load every agent (or ``only`` those) under ``root``; ConfigError lists all problems."""
+    root = Path(root).resolve()
+    if not root.is_dir():
+        raise ConfigError.single(show(root), "config folder not found")
+    settings, problems = load_engine_settings(root)
+    host, host_problems = load_host_layer(root, settings)
+    problems += host_problems
+    agents: dict[str, AgentSpec] = {}
+    names = only if only is not None else agent_names(root)
+    if not names and only is None:
+        problems.append(Problem(show(root), None, None,
+                                "no agents found (expected agents/<name>/agent.yaml)"))
+    for name in names:
+        try:
+            agents[name] = load_agent(root, name, host)
+        except ConfigError as exc:
+            problems += exc.problems
+    if problems:
+        raise ConfigError(problems)
+    host_files = {(root / "engine.yaml").resolve(), *(s.path for s in host)}
+    host_files |= {s.script_path for s in host if s.script_path}
+    return ProjectConfig(root, root.parent, settings, tuple(host), agents, frozenset(host_files))
+
+
+def find_config_root(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` holding engine.yaml or agents/."""
+    for folder in [start, *start.parents]:
+        if (folder / "engine.yaml").is_file() or (folder / "agents").is_dir():
+            return folder
+    return None
+
+
+__all__ = [
+    "AgentSpec", "HookBase", "HookSpec", "ProjectConfig", "agent_names", "find_config_root",
+    "load_agent", "load_engine_settings", "load_hook_file", "load_host_layer", "load_project",
+]

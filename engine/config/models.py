@@ -1,0 +1,300 @@
+"""The configuration models: engine.yaml, agent.yaml, and one model per hook kind.
+
+YAML keys are the field names, so errors use the user's own words. Unknown fields are refused.
+Field docstrings are the reference documentation (docs/hooks.md follows them).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from engine.policy import Mode, OnError
+from engine.points import Point
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+# -- hooks -----------------------------------------------------------------------------------
+
+
+class HookBase(Strict):
+    """Fields every hook has."""
+
+    kind: str
+    """Selects the hook's kind: inject, escalate, faq_cache, memory, script_hook."""
+    name: str = Field(pattern=r"^[A-Za-z0-9_.\-]{1,100}$")
+    """Unique within an agent; records and errors use it."""
+    description: str = ""
+    """Free text for people reading the config."""
+    on_error: OnError | None = None
+    """ignore | fail. Default: ignore for built-in kinds, fail for script_hook. At tool_call a
+    failure always blocks the tool."""
+    mode: Mode = Mode.ENFORCE
+    """enforce | shadow. A shadow hook runs and is recorded, but its change is not applied."""
+
+    default_on_error: ClassVar[OnError] = OnError.IGNORE
+
+    @property
+    def effective_on_error(self) -> OnError:
+        return self.on_error or self.default_on_error
+
+
+class InjectMessage(Strict):
+    role: Literal["system", "user", "assistant"]
+    """Who the message is from: system, user or assistant."""
+    content: str
+    """The text; ``{{question}}`` is replaced by the incoming user message."""
+
+
+class InjectConfig(HookBase):
+    """Adds messages to the context on user messages (before_user_message)."""
+
+    kind: Literal["inject"]
+    first_n: int | None = Field(default=None, ge=1)
+    """Fire only on the first N user messages per scope (in this process); unset: always."""
+    notice: str = ""
+    """A notice shown to the UI when the hook fires."""
+    messages: list[InjectMessage] = Field(default_factory=list)
+    """Messages to inject, in order."""
+
+
+class EscalateConfig(HookBase):
+    """Hands the user a human contact when the agent cannot help."""
+
+    kind: Literal["escalate"]
+    message: str = Field(min_length=1)
+    """The contact message."""
+    off_topic_keywords: list[str] = Field(default_factory=list)
+    """Words that mark a question as off-topic (case-insensitive; Russian and English word
+    forms match)."""
+    suppress_on_off_topic: bool = False
+    """On an off-topic question, answer with the message directly and skip the LLM."""
+    empty_answer_patterns: list[str] = Field(default_factory=list)
+    """Phrases (case-insensitive substrings) that mark an answer as not helping."""
+    min_answer_chars: int = Field(default=0, ge=0)
+    """An answer shorter than this did not help. 0 turns the length check off."""
+    remind_next_turn: bool = False
+    """After an escalation, append the message to the next turn's answer in the same scope."""
+
+
+class FaqStore(Strict):
+    enabled: bool = True
+    """Store new (question, answer) pairs after each turn."""
+    min_question_chars: int = Field(default=8, ge=0)
+    """Shorter questions are not stored."""
+    min_answer_chars: int = Field(default=8, ge=0)
+    """Shorter answers are not stored."""
+
+
+class FaqCacheConfig(HookBase):
+    """Answers repeated or similar questions from stored (question, answer) pairs."""
+
+    kind: Literal["faq_cache"]
+    db_path: str | None = None
+    """SQLite file for the pairs (relative to the project); default: the engine's store."""
+    db_url: str | None = None
+    """A database URL (``postgresql://...``) instead of db_path."""
+    max_candidates: int = Field(default=5, ge=1, le=100)
+    """How many prefiltered candidates the judge sees."""
+    min_confidence: float = Field(default=0.7, ge=0, le=1)
+    """The judge's confidence needed for a hit."""
+    short_circuit: bool = True
+    """On a hit: answer directly and skip the LLM (true) or inject a hint (false)."""
+    hit_notice: str = ""
+    """Notice shown when the answer came from the cache."""
+    hint_template: str = ""
+    """The hint injected when short_circuit is false: ``{{question}}``, ``{{answer}}``."""
+    fallback_score: float = Field(default=0.6, ge=0, le=1)
+    """Token-overlap score needed for a hit when no judge is available."""
+    judge_instructions: str = ""
+    """The judge's prompt (it answers in JSON)."""
+    judge_model: str = ""
+    """A model for the judge (default: the provider's model)."""
+    store: FaqStore = Field(default_factory=FaqStore)
+    """When new pairs are stored."""
+
+
+class MemoryStore(Strict):
+    enabled: bool = True
+    """Extract and store facts after turns."""
+    min_question_chars: int = Field(default=4, ge=0)
+    """Turns with shorter questions are not memorized."""
+    min_answer_chars: int = Field(default=20, ge=0)
+    """Turns with shorter answers are not memorized."""
+    extractor_instructions: str = ""
+    """The memorizer's prompt."""
+    memorizer_model: str = ""
+    """A model for the memorizer (default: the provider's model)."""
+    memorize_every: int = Field(default=1, ge=1)
+    """Run the memorizer every N turns."""
+    max_episodes_per_scope: int = Field(default=50, ge=0)
+    """Episodes kept per scope."""
+    summary_max_chars: int = Field(default=2000, ge=0)
+    """The rolling summary's size limit."""
+
+
+class MemoryConfig(HookBase):
+    """Long-term memory per user that survives sessions."""
+
+    kind: Literal["memory"]
+    db_path: str | None = None
+    """SQLite file for the memory (relative to the project); default: the engine's store."""
+    db_url: str | None = None
+    """A database URL (``postgresql://...``) instead of db_path."""
+    max_candidates: int = Field(default=8, ge=1, le=200)
+    """How many recalled candidates the judge sees."""
+    min_confidence: float = Field(default=0.6, ge=0, le=1)
+    """The judge's confidence needed to inject a fact."""
+    notice: str = ""
+    """Notice when facts were recalled (``{{count}}``)."""
+    inject_template: str = ""
+    """Template of the injected system message: ``{{facts}}``, ``{{summaries}}``,
+    ``{{memories}}`` (both together)."""
+    judge_instructions: str = ""
+    """The relevance judge's prompt."""
+    judge_model: str = ""
+    """A cheaper model for the judge."""
+    backfill: bool = True
+    """false: skip candidates with weak token overlap."""
+    max_memories_per_scope: int = Field(default=200, ge=1)
+    """Facts kept per scope; the least important and oldest go first."""
+    dedup_threshold: float = Field(default=0.8, ge=0, le=1)
+    """Similarity above which a new fact is a duplicate of an old one."""
+    store: MemoryStore = Field(default_factory=MemoryStore)
+    """When and how facts are extracted."""
+
+
+class ScriptHookConfig(HookBase):
+    """A user hook written in Python (RestrictedPython) or JavaScript (QuickJS)."""
+
+    kind: Literal["script_hook"]
+    script: str | None = None
+    """A ``.py`` or ``.js`` file, relative to this YAML file; the suffix picks the runtime."""
+    language: Literal["python", "javascript"] | None = None
+    """With ``source``: the language of an inline script."""
+    source: str | None = None
+    """An inline script (with ``language``)."""
+    points: list[Point] | None = None
+    """Points to subscribe to; default: every ``on_<point>`` the script defines."""
+    timeout_ms: int | None = Field(default=None, gt=0, le=60_000)
+    """Time budget per call; default from engine.yaml (scripts.timeout_ms)."""
+    memory_mb: int | None = Field(default=None, gt=0, le=4096)
+    """Memory budget; default from engine.yaml (scripts.memory_mb)."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """The script's settings, shown to it as ``host.config``."""
+
+    default_on_error: ClassVar[OnError] = OnError.FAIL
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ScriptHookConfig:
+        if (self.script is None) == (self.source is None):
+            raise ValueError("give either script: (a file) or language: + source: (inline)")
+        if self.source is not None and self.language is None:
+            raise ValueError("an inline source: needs language: python or javascript")
+        if self.script is not None and self.language is not None:
+            raise ValueError("language: is taken from the script's suffix; drop it")
+        if self.script is not None and not self.script.endswith((".py", ".js")):
+            raise ValueError("script: must be a .py or .js file")
+        return self
+
+
+HookConfig = Annotated[
+    InjectConfig | EscalateConfig | FaqCacheConfig | MemoryConfig | ScriptHookConfig,
+    Field(discriminator="kind"),
+]
+"""Any hook's configuration; ``kind`` selects the model."""
+
+KINDS: dict[str, type[HookBase]] = {
+    "inject": InjectConfig,
+    "escalate": EscalateConfig,
+    "faq_cache": FaqCacheConfig,
+    "memory": MemoryConfig,
+    "script_hook": ScriptHookConfig,
+}
+
+
+# -- agents and the engine -------------------------------------------------------------------
+
+
+class RecordsSettings(Strict):
+    enabled: bool = True
+    """Write a record for every evaluation."""
+    mask: list[str] = Field(default_factory=list)
+    """Dotted paths replaced by ``***`` in stored records, e.g. ``event.input.password``."""
+
+
+class AgentConfig(Strict):
+    """config/agents/<agent>/agent.yaml"""
+
+    description: str = ""
+    """Free text."""
+    hook_files: list[str] = Field(default_factory=list)
+    """Hook YAML files, relative to the agent's folder, in order."""
+    hooks: list[str] = Field(default_factory=list)
+    """Hook names, resolved to ``hooks/<name>.yaml``; they run after hook_files."""
+    records: RecordsSettings | None = None
+    """Per-agent records settings (default: engine.yaml's)."""
+
+
+class ScriptSettings(Strict):
+    timeout_ms: int = Field(default=50, gt=0, le=60_000)
+    """Default time budget of a script call."""
+    memory_mb: int = Field(default=32, gt=0, le=4096)
+    """Default memory budget of a script."""
+    workers: int = Field(default=2, ge=1, le=64)
+    """Sandbox worker processes."""
+
+
+class ProviderSettings(Strict):
+    kind: Literal["offline", "openai"] = "offline"
+    """offline (deterministic, no network) or openai (any OpenAI-compatible server)."""
+    base_url: str = "https://api.openai.com/v1"
+    """Chat-completions base URL (OpenAI, Ollama, vLLM, llama.cpp server)."""
+    model: str = "gpt-4o-mini"
+    """Default model for judges and memorizers."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the API key."""
+    timeout_s: float = Field(default=10.0, gt=0)
+    """Per-request timeout."""
+    max_tokens: int = Field(default=512, gt=0)
+    """Token budget per judge or memorizer call."""
+
+
+class HttpSettings(Strict):
+    host: str = "127.0.0.1"
+    """Address to bind."""
+    port: int = Field(default=8765, ge=0, le=65535)
+    """Port to bind."""
+    token_env: str = "HOOKENGINE_ADMIN_TOKEN"
+    """Environment variable holding the admin bearer token; without one admin calls refuse."""
+    max_body_bytes: int = Field(default=65536, gt=0)
+    """Larger requests are refused with 413."""
+
+
+class EngineSettings(Strict):
+    """config/engine.yaml"""
+
+    process: str = "hookengine"
+    """The process name: the last fallback of a scope."""
+    db_path: str = "data/hookengine.db"
+    """The SQLite store (records, state, default for memory and FAQ), relative to the project."""
+    db_url: str | None = None
+    """A database URL (``postgresql://user@host/db``) instead of db_path."""
+    hook_files: list[str] = Field(default_factory=list)
+    """Host-layer hook files, relative to the config folder; they run after every agent's."""
+    hooks: list[str] = Field(default_factory=list)
+    """Host-layer hook names, resolved to ``hooks/<name>.yaml`` in the config folder."""
+    records: RecordsSettings = Field(default_factory=RecordsSettings)
+    """Default records settings."""
+    retention: int = Field(default=100_000, ge=0)
+    """Records kept at most (oldest go first); 0 keeps all."""
+    scripts: ScriptSettings = Field(default_factory=ScriptSettings)
+    """Script limits and workers."""
+    provider: ProviderSettings = Field(default_factory=ProviderSettings)
+    """The LLM judge and memorizer provider."""
+    http: HttpSettings = Field(default_factory=HttpSettings)
+    """The admin HTTP service."""

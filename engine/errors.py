@@ -1,0 +1,139 @@
+"""The whole exception tree of the engine.
+
+::
+
+    EngineError                 everything we raise on purpose
+    ├── ConfigError             bad YAML or model; .problems (path, line, field); all of them
+    ├── ScriptError             a user script failed; .hook .language .line
+    │   ├── ScriptCompileError  syntax / policy violations, each with line and column
+    │   ├── ScriptRuntimeError  the script raised, misused the host API, or returned bad data
+    │   └── ScriptLimitError    time, memory, stack or output budget exceeded; worker died
+    ├── PluginError             a change a point does not accept, an unknown point
+    └── StoreError              the store could not read or write
+
+Foreign exceptions (YAML, pydantic, RestrictedPython, QuickJS, SQLAlchemy) are translated
+where they happen, with the original kept as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class EngineError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a configuration file, in compiler style."""
+
+    path: str
+    line: int | None
+    field: str | None
+    message: str
+    hint: str | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        where = self.path
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.column is not None:
+                where += f":{self.column}"
+        text = f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+
+class ConfigError(EngineError):
+    """A configuration could not be loaded; ``problems`` lists every problem found."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems) or "invalid configuration")
+
+    @property
+    def path(self) -> str | None:
+        return self.problems[0].path if self.problems else None
+
+    @property
+    def line(self) -> int | None:
+        return self.problems[0].line if self.problems else None
+
+    @property
+    def field(self) -> str | None:
+        return self.problems[0].field if self.problems else None
+
+    @classmethod
+    def single(
+        cls, path: str | Path, message: str, *, line: int | None = None, field: str | None = None,
+        hint: str | None = None,
+    ) -> ConfigError:
+        return cls([Problem(str(path), line, field, message, hint)])
+
+
+class ScriptError(EngineError):
+    """A user script failed.
+
+    ``cause`` is one of ``error``, ``timeout``, ``memory``, ``invalid_result``, ``crashed``,
+    ``compile``; it is what records and outcomes report.
+    """
+
+    cause = "error"
+
+    def __init__(
+        self, message: str, *, hook: str | None = None, language: str | None = None,
+        line: int | None = None, column: int | None = None, cause: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hook = hook
+        self.language = language
+        self.line = line
+        self.column = column
+        if cause is not None:
+            self.cause = cause
+
+
+class ScriptCompileError(ScriptError):
+    """A script did not compile or broke the sandbox policy; ``problems`` has every one."""
+
+    cause = "compile"
+
+    def __init__(self, problems: list[Problem], *, hook: str | None = None,
+                 language: str | None = None) -> None:
+        self.problems = list(problems)
+        first = self.problems[0] if self.problems else None
+        super().__init__(
+            "\n".join(str(p) for p in self.problems) or "script did not compile",
+            hook=hook, language=language,
+            line=first.line if first else None, column=first.column if first else None,
+        )
+
+
+class ScriptRuntimeError(ScriptError):
+    """The script raised, misused the host API, or returned something the point refuses."""
+
+
+class ScriptLimitError(ScriptError):
+    """The script ran past a limit (time, memory, stack, output) or its worker died."""
+
+    cause = "timeout"
+
+
+class PluginError(EngineError):
+    """A hook returned a change its point does not accept, or named an unknown point."""
+
+    def __init__(self, message: str, *, hook: str | None = None, point: str | None = None,
+                 field: str | None = None) -> None:
+        super().__init__(message)
+        self.hook = hook
+        self.point = point
+        self.field = field
+
+
+class StoreError(EngineError):
+    """The store could not read or write."""

@@ -1,0 +1,72 @@
+"""Outcome: what an evaluation of a point tells the host."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from engine.store.records import HookRun
+
+
+@dataclass
+class Outcome:
+    """The merged result of a point's hooks, as the host uses it.
+
+    Fields a point does not produce stay ``None`` (or empty). ``blocked`` with ``reason`` is a
+    refusal: at ``tool_call`` the tool must not run; at ``before_user_message`` the turn is
+    refused; at ``before_assistant_message`` and ``tool_result`` ``answer`` / ``result`` hold
+    what to show instead.
+    """
+
+    point: str
+    agent: str
+    id: str
+    """The record id (also when records are off, for correlating logs)."""
+    turn_id: str | None = None
+    blocked: bool = False
+    reason: str | None = None
+    answer: str | None = None
+    """before_user_message: the turn's answer (skip the LLM). before_assistant_message: the
+    final answer, appended text included."""
+    question: str | None = None
+    """before_user_message: the (possibly rewritten) question."""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """before_user_message: injected messages. before_call: the messages to send."""
+    notices: list[str] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)
+    instruction: str | None = None
+    tools: list[Any] | None = None
+    settings: dict[str, Any] | None = None
+    input: dict[str, Any] | None = None
+    """tool_call: the input to run the tool with (possibly rewritten)."""
+    result: Any = None
+    """tool_result: the result to hand the model (possibly redacted)."""
+    appended: list[str] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """UI events (status / message / citation) hooks emitted, in order."""
+    shadow: list[dict[str, Any]] = field(default_factory=list)
+    """What shadow hooks would have changed: ``{hook, change}`` or ``{hook, error}``."""
+    failed: list[str] = field(default_factory=list)
+    """Names of hooks that failed."""
+    changed: bool = False
+    """Whether any enforced hook changed something."""
+    hooks: list[HookRun] = field(default_factory=list)
+    generation: int = 0
+
+    @property
+    def short_circuit(self) -> bool:
+        """before_user_message: an answer was given; the host skips the LLM."""
+        return self.point == "before_user_message" and self.answer is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The outcome as JSON data."""
+        data = asdict(self)
+        data["hooks"] = [h.model_dump(mode="json") for h in self.hooks]
+        return data
+
+    def decision(self) -> dict[str, Any]:
+        """What the outcome decided, without timings or ids: replay compares these."""
+        keys = ("blocked", "reason", "answer", "question", "messages", "notices", "sections",
+                "instruction", "tools", "settings", "input", "result", "appended")
+        data = asdict(self)
+        return {k: data[k] for k in keys}

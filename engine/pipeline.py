@@ -1,0 +1,217 @@
+"""One point's evaluation: order the hooks, call them, apply the error policy, merge, record.
+
+Order: the agent's hooks in declared order, then the host layer (``config/hooks/``), which has
+the last word. Each hook sees the event as changed by the hooks before it. A pipeline is an
+immutable snapshot: a reload builds a new one, an evaluation in flight keeps the one it took.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.changes import EMPTY, Change, apply, join_answer, merge, parse_change
+from engine.config.models import RecordsSettings
+from engine.errors import PluginError, ScriptError
+from engine.kinds.base import Hook, HookContext, Memo, Mode, OnError
+from engine.outcome import Outcome
+from engine.points import Point, Scope
+from engine.store import Record, Store
+from engine.store.records import HookRun
+
+log = logging.getLogger("engine.pipeline")
+
+WITHHELD_ANSWER = "Sorry, this answer was withheld because a required check failed."
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A hook in a pipeline, with the layer it belongs to."""
+
+    hook: Hook
+    layer: str = "agent"
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """An agent's hooks, ready to evaluate; immutable, swapped whole on reload."""
+
+    agent: str
+    slots: tuple[Slot, ...]
+    generation: int = 0
+    records: RecordsSettings = field(default_factory=RecordsSettings)
+    by_point: Mapping[Point, tuple[Slot, ...]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        table = {p: tuple(s for s in self.slots if p in s.hook.points) for p in Point}
+        object.__setattr__(self, "by_point", table)
+
+    def close(self) -> None:
+        for slot in self.slots:
+            slot.hook.close()
+
+
+@dataclass
+class Services:
+    """What an evaluation needs besides the pipeline (shared by all pipelines of an engine)."""
+
+    store: Store
+    memo_for: Callable[[str, str], Memo]
+    submit: Callable[[Record, list[str]], None] | None = None
+    """Hands a finished record to the writer; None: records are not written."""
+
+
+class _Failure(Exception):
+    def __init__(self, message: str, cause: str) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+def evaluate(
+    pipeline: Pipeline, point: Point, event: dict[str, Any], services: Services,
+    *, replay: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Outcome:
+    """Run ``point``'s hooks over ``event`` and return the merged outcome (and record it).
+
+    Never raises for a hook's failure: the error policy turns it into an outcome.
+    """
+    scope = Scope.model_validate(event.get("scope") or {})
+    merged, seen = EMPTY, event
+    runs: list[HookRun] = []
+    out_events: list[dict[str, Any]] = []
+    shadow: list[dict[str, Any]] = []
+    failed: list[str] = []
+    refusal: tuple[str, Change] | None = None
+    for slot in pipeline.by_point[point]:
+        hook = slot.hook
+        if merged.block is not None or refusal is not None:
+            runs.append(_run_of(slot, "skipped", 0.0))
+            continue
+        ctx = HookContext(pipeline.agent, scope, services.store,
+                          services.memo_for(pipeline.agent, hook.name),
+                          replay=(replay or {}).get(hook.name))
+        started = time.perf_counter()
+        try:
+            change = _call(hook, point, seen, ctx)
+            error = None
+        except _Failure as exc:
+            change, error = EMPTY, exc
+        elapsed = (time.perf_counter() - started) * 1000
+        run = _run_of(slot, "decided" if error is None else "failed", elapsed, ctx)
+        runs.append(run)
+        if error is not None:
+            run.error, run.cause = str(error), error.cause
+            if hook.mode is Mode.SHADOW:
+                shadow.append({"hook": hook.name, "error": str(error)})
+                continue
+            failed.append(hook.name)
+            log.warning("hook %s failed at %s: %s", hook.name, point, error)
+            refusal = _refusal(point, hook, error)
+            continue
+        run.change = change.as_data() or None
+        out_events += ctx.events
+        if hook.mode is Mode.SHADOW:
+            if not change.is_empty():
+                shadow.append({"hook": hook.name, "change": change.as_data()})
+            continue
+        merged = merge(point, merged, change)
+        seen = apply(point, seen, change)
+    if refusal is not None:
+        merged = merge(point, merged, refusal[1])
+    outcome = _outcome(pipeline, point, event, seen, merged, runs)
+    outcome.events, outcome.shadow, outcome.failed = out_events, shadow, failed
+    if services.submit is not None and pipeline.records.enabled:
+        services.submit(_record(pipeline, point, event, scope, outcome), _mask(pipeline))
+    return outcome
+
+
+def _call(hook: Hook, point: Point, event: dict[str, Any], ctx: HookContext) -> Change:
+    try:
+        data = hook.run(point, event, ctx)
+        return parse_change(point, data, hook=hook.name, event=event)
+    except ScriptError as exc:
+        raise _Failure(f"{type(exc).__name__}: {exc}", exc.cause) from exc
+    except PluginError as exc:
+        raise _Failure(f"PluginError: {exc}", "plugin") from exc
+    except BaseException as exc:  # noqa: BLE001 - a hook's failure must never reach the host
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise _Failure(f"{type(exc).__name__}: {exc}", "error") from exc
+
+
+def _refusal(point: Point, hook: Hook, error: _Failure) -> tuple[str, Change] | None:
+    """The change a failure makes at ``point`` (None: the hook is neutral)."""
+    if point is Point.TOOL_CALL:
+        reason = (f"a required check failed: hook {hook.name!r} ({error.cause}); "
+                  "the tool was not run")
+        return hook.name, Change(block=reason)
+    if point.hears_only or hook.on_error is OnError.IGNORE:
+        return None
+    reason = f"refused: the check {hook.name!r} failed ({error.cause})"
+    if point is Point.TOOL_RESULT:
+        return hook.name, Change(block=reason, result=f"[result withheld: {reason}]")
+    if point is Point.BEFORE_ASSISTANT_MESSAGE:
+        return hook.name, Change(block=reason, answer=WITHHELD_ANSWER)
+    return hook.name, Change(block=reason)
+
+
+def _run_of(slot: Slot, status: str, elapsed: float, ctx: HookContext | None = None) -> HookRun:
+    hook = slot.hook
+    return HookRun.model_construct(
+        name=hook.name, kind=hook.kind, version=hook.version, mode=hook.mode.value,
+        layer=slot.layer, status=status, duration_ms=round(elapsed, 4), change=None, error=None,
+        cause=None, logs=ctx.logs if ctx else [], extras=ctx.extras if ctx else {},
+    )
+
+
+def _outcome(
+    pipeline: Pipeline, point: Point, event: dict[str, Any], seen: dict[str, Any],
+    merged: Change, runs: list[HookRun],
+) -> Outcome:
+    out = Outcome(point=point.value, agent=pipeline.agent, id=uuid.uuid4().hex,
+                  turn_id=event.get("turn_id"), hooks=runs, generation=pipeline.generation)
+    out.blocked = merged.block is not None
+    out.reason = merged.block
+    out.notices = list(merged.notice)
+    out.changed = not merged.is_empty()
+    if point is Point.BEFORE_USER_MESSAGE:
+        out.question, out.answer = seen["question"], merged.answer
+        out.messages = [m.model_dump() if hasattr(m, "model_dump") else m
+                        for m in merged.messages or []]
+    elif point is Point.BEFORE_CALL:
+        out.instruction, out.sections = seen["instruction"], list(merged.sections)
+        out.messages, out.tools, out.settings = seen["messages"], seen["tools"], seen["settings"]
+    elif point is Point.TOOL_CALL:
+        out.input = seen["input"]
+    elif point is Point.TOOL_RESULT:
+        out.result = merged.result if merged.result is not None else seen["result"]
+    elif point is Point.BEFORE_ASSISTANT_MESSAGE:
+        base = merged.answer if merged.answer is not None else event["answer"]
+        out.answer, out.appended = join_answer(base, merged.append), list(merged.append)
+    return out
+
+
+def _record(
+    pipeline: Pipeline, point: Point, event: dict[str, Any], scope: Scope, outcome: Outcome
+) -> Record:
+    data = outcome.decision()
+    data.update(events=outcome.events, shadow=outcome.shadow, failed=outcome.failed)
+    return Record.model_construct(
+        id=outcome.id, time=event["time"], agent=pipeline.agent, point=point.value,
+        scope=scope.model_dump(), scope_key=scope.key(), event=event, hooks=outcome.hooks,
+        outcome=data, generation=pipeline.generation,
+    )
+
+
+def _mask(pipeline: Pipeline) -> list[str]:
+    paths: list[str] = []
+    for path in pipeline.records.mask:
+        paths.append(path)
+        if path.startswith("event."):
+            rest = path.removeprefix("event.")
+            paths += [f"outcome.{rest}", f"hooks.change.{rest}"]
+    return paths

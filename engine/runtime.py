@@ -1,0 +1,312 @@
+"""Engine and Agent: wire config, kinds, sandbox, store and records; the public facade."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import threading
+import weakref
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from engine.config import ProjectConfig, load_project
+from engine.config.loader import AgentSpec, HookSpec
+from engine.config.models import EngineSettings, RecordsSettings
+from engine.errors import ConfigError, EngineError, Problem, ScriptCompileError
+from engine.kinds import BuildEnv, build_hook
+from engine.kinds.base import Memo
+from engine.outcome import Outcome
+from engine.pipeline import Pipeline, Services, Slot, evaluate
+from engine.points import Point, make_event
+from engine.records import RecordWriter
+from engine.store import Record, RecordQuery, Store, open_store
+
+_open_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+def _close_all() -> None:
+    for engine in list(_open_engines):
+        engine.close()
+
+
+atexit.register(_close_all)
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+class Engine:
+    """Loaded configuration plus the services hooks share. Thread- and task-safe.
+
+    Use ``Engine.load(path)``; close it (or use it as a context manager) to flush records and
+    stop sandbox workers. Records still queued at interpreter exit are flushed then too.
+    """
+
+    def __init__(
+        self, project: ProjectConfig, *, live: bool = False, db: str | None = None,
+        records: bool = True,
+    ) -> None:
+        self.project = project
+        self.settings: EngineSettings = project.settings
+        self._lock = threading.RLock()
+        self._stores: dict[str, Store] = {}
+        self._memos: dict[tuple[str, str], Memo] = {}
+        self._sandbox: Any = None
+        self._providers: Any = None
+        self._closed = False
+        self.live = live
+        self.db_override = db
+        self.store = self.open_store(db or "")
+        self.writer = RecordWriter(self.store, retention=self.settings.retention) \
+            if records else None
+        self.services = Services(self.store, self.memo_for,
+                                 self.writer.submit if self.writer else None)
+        self.env = BuildEnv(self.settings, project.base_dir, self.open_store, self.sandbox,
+                            self.providers, live=live, db_override=db)
+        self._agents: dict[str, Agent] = {}
+        self.generation = 0
+        try:
+            self.host_slots = self._build(project.host_hooks, "host")
+            for name, spec in project.agents.items():
+                self._agents[name] = Agent(self, name, self.make_pipeline(spec))
+        except BaseException:
+            self.close()
+            raise
+        _open_engines.add(self)
+
+    # -- construction ----------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str | Path = "config", **options: Any) -> Engine:
+        """Load and validate a config folder; ConfigError lists every problem found.
+
+        Args:
+            path: the config folder (holding engine.yaml and agents/).
+            live: use the configured LLM provider for judges and memorizers.
+            db: put every store (records, state, memory, FAQ) in this file or URL.
+            records: write records (default True).
+        """
+        return cls(load_project(path), **options)
+
+    def _build(self, specs: tuple[HookSpec, ...] | list[HookSpec], layer: str) -> tuple[Slot, ...]:
+        slots, problems = [], []
+        for spec in specs:
+            try:
+                slots.append(Slot(build_hook(spec, self.env), layer))
+            except ConfigError as exc:
+                problems += exc.problems
+            except ScriptCompileError as exc:
+                problems += [_script_problem(spec, p) for p in exc.problems]
+        if problems:
+            for slot in slots:
+                slot.hook.close()
+            raise ConfigError(problems)
+        return tuple(slots)
+
+    def make_pipeline(self, spec: AgentSpec, *, generation: int = 0) -> Pipeline:
+        """Build an agent's pipeline (its hooks, then the host layer's)."""
+        slots = self._build(spec.hooks, "agent")
+        records = spec.config.records or self.settings.records
+        return Pipeline(spec.name, slots + self.host_slots, generation, records)
+
+    # -- shared services -------------------------------------------------------------------
+
+    def open_store(self, url_or_path: str) -> Store:
+        """The store at ``url_or_path`` ("" = the engine's own), opened once."""
+        key = url_or_path or self._default_store_url()
+        with self._lock:
+            if key not in self._stores:
+                self._stores[key] = open_store(key)
+            return self._stores[key]
+
+    def _default_store_url(self) -> str:
+        if self.db_override:
+            return self.db_override
+        if self.settings.db_url:
+            return self.settings.db_url
+        path = Path(self.settings.db_path)
+        return str(path if path.is_absolute() else self.project.base_dir / path)
+
+    def memo_for(self, agent: str, hook: str) -> Memo:
+        with self._lock:
+            return self._memos.setdefault((agent, hook), Memo())
+
+    def sandbox(self) -> Any:
+        """The script worker pool, started on first use."""
+        with self._lock:
+            if self._sandbox is None:
+                from engine.sandbox import Limits, WorkerPool
+
+                s = self.settings.scripts
+                self._sandbox = WorkerPool(
+                    size=s.workers, limits=Limits(timeout_ms=s.timeout_ms, memory_mb=s.memory_mb)
+                )
+            return self._sandbox
+
+    def providers(self) -> Any:
+        """The LLM providers for judges and memorizers."""
+        with self._lock:
+            if self._providers is None:
+                from engine.providers import make_providers
+
+                self._providers = make_providers(self.settings.provider, live=self.live)
+            return self._providers
+
+    # -- use -------------------------------------------------------------------------------
+
+    @property
+    def agents(self) -> list[str]:
+        return sorted(self._agents)
+
+    def agent(self, name: str) -> Agent:
+        """The loaded agent called ``name``; EngineError naming the agents there are."""
+        try:
+            return self._agents[name]
+        except KeyError:
+            known = ", ".join(self.agents) or "none"
+            raise EngineError(f"no agent {name!r} (loaded: {known})") from None
+
+    def records(self, query: RecordQuery | None = None, **filters: Any) -> list[Record]:
+        """Stored records, newest first (pending writes are flushed first)."""
+        if self.writer:
+            self.writer.flush()
+        return self.store.query_records(query or RecordQuery(**filters))
+
+    def flush(self) -> None:
+        """Wait until every record submitted so far is written."""
+        if self.writer:
+            self.writer.flush()
+
+    def close(self) -> None:
+        """Flush records, stop sandbox workers, close stores. Safe to call twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        for agent in self._agents.values():
+            agent.pipeline.close()
+        if self.writer:
+            self.writer.close()
+        if self._sandbox is not None:
+            self._sandbox.close()
+        for store in self._stores.values():
+            store.close()
+        _open_engines.discard(self)
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _script_problem(spec: HookSpec, problem: Problem) -> Problem:
+    """A script's compile problem, named by the script file (or the YAML for inline source)."""
+    if spec.script_path is None:
+        line = spec.line("source")
+        offset = (line or 0) + (problem.line or 0)
+        return Problem(spec.shown, offset or None, "source", problem.message, problem.hint,
+                       problem.column)
+    return problem
+
+
+class Agent:
+    """One agent's pipeline; a method per point, sync and async (``a``-prefixed)."""
+
+    def __init__(self, engine: Engine, name: str, pipeline: Pipeline) -> None:
+        self.engine = engine
+        self.name = name
+        self.pipeline = pipeline
+
+    def evaluate(
+        self, point: Point | str, fields: Mapping[str, Any] | None = None, *,
+        user_id: str | None = None, session_id: str | None = None, template: str | None = None,
+        process: str | None = None, time: str | None = None, turn_id: str | None = None,
+        replay: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> Outcome:
+        """Evaluate any point with its event fields (the generic form of the methods below)."""
+        point = Point(point)
+        scope = {"user_id": user_id, "session_id": session_id, "template": template,
+                 "process": process or self.engine.settings.process}
+        event = make_event(point, agent=self.name, scope=scope, time=time or now_iso(),
+                           turn_id=turn_id, **dict(fields or {}))
+        pipeline = self.pipeline  # one snapshot for the whole evaluation
+        return evaluate(pipeline, point, event, self.engine.services, replay=replay)
+
+    def before_user_message(self, question: str, **scope: Any) -> Outcome:
+        """A user message arrived. ``out.answer`` set: skip the LLM; ``out.blocked``: refuse."""
+        return self.evaluate(Point.BEFORE_USER_MESSAGE, {"question": question}, **scope)
+
+    def before_call(self, instruction: str = "", messages: list[dict[str, Any]] | None = None,
+                    tools: list[Any] | None = None, settings: dict[str, Any] | None = None,
+                    **scope: Any) -> Outcome:
+        """Before an LLM request: instruction, sections, messages, tools, settings to use."""
+        return self.evaluate(Point.BEFORE_CALL, {
+            "instruction": instruction, "messages": messages or [], "tools": tools or [],
+            "settings": settings or {}}, **scope)
+
+    def tool_call(self, name: str, input: dict[str, Any] | None = None, *,
+                  call_id: str | None = None, **scope: Any) -> Outcome:
+        """Before a tool runs. ``d.blocked``: do not run it, tell the model ``d.reason``."""
+        return self.evaluate(Point.TOOL_CALL, {"name": name, "input": input or {},
+                                               "call_id": call_id}, **scope)
+
+    def tool_result(self, name: str, input: dict[str, Any] | None, result: Any, *,
+                    call_id: str | None = None, **scope: Any) -> Outcome:
+        """After a tool ran: ``out.result`` is what to hand the model."""
+        return self.evaluate(Point.TOOL_RESULT, {"name": name, "input": input or {},
+                                                 "result": result, "call_id": call_id}, **scope)
+
+    def before_assistant_message(self, question: str, answer: str, **scope: Any) -> Outcome:
+        """The answer is about to reach the user: ``out.answer`` is what to show."""
+        return self.evaluate(Point.BEFORE_ASSISTANT_MESSAGE,
+                             {"question": question, "answer": answer}, **scope)
+
+    def after_turn(self, question: str, answer: str,
+                   tool_calls: list[dict[str, Any]] | None = None, **scope: Any) -> Outcome:
+        """The turn ended (hooks only hear)."""
+        return self.evaluate(Point.AFTER_TURN, {"question": question, "answer": answer,
+                                                "tool_calls": tool_calls or []}, **scope)
+
+    def after_loop(self, status: str, **scope: Any) -> Outcome:
+        """The agent loop ended with ``status`` (e.g. ``job_done``)."""
+        return self.evaluate(Point.AFTER_LOOP, {"status": status}, **scope)
+
+    def feedback(self, turn_id: str, rating: str, **scope: Any) -> Outcome:
+        """The user rated a turn: ``like`` or ``dislike``."""
+        return self.evaluate(Point.FEEDBACK, {"rating": rating}, turn_id=turn_id, **scope)
+
+    # asyncio forms: the same calls, run in a worker thread so the event loop never blocks
+    async def aevaluate(self, point: Point | str, fields: Mapping[str, Any] | None = None,
+                        **kw: Any) -> Outcome:
+        return await asyncio.to_thread(self.evaluate, point, fields, **kw)
+
+    async def abefore_user_message(self, question: str, **scope: Any) -> Outcome:
+        return await asyncio.to_thread(self.before_user_message, question, **scope)
+
+    async def abefore_call(self, *args: Any, **kw: Any) -> Outcome:
+        return await asyncio.to_thread(self.before_call, *args, **kw)
+
+    async def atool_call(self, name: str, input: dict[str, Any] | None = None,
+                         **kw: Any) -> Outcome:
+        return await asyncio.to_thread(self.tool_call, name, input, **kw)
+
+    async def atool_result(self, name: str, input: dict[str, Any] | None, result: Any,
+                           **kw: Any) -> Outcome:
+        return await asyncio.to_thread(self.tool_result, name, input, result, **kw)
+
+    async def abefore_assistant_message(self, question: str, answer: str,
+                                        **scope: Any) -> Outcome:
+        return await asyncio.to_thread(self.before_assistant_message, question, answer, **scope)
+
+    async def aafter_turn(self, question: str, answer: str, *args: Any, **kw: Any) -> Outcome:
+        return await asyncio.to_thread(self.after_turn, question, answer, *args, **kw)
+
+    async def aafter_loop(self, status: str, **scope: Any) -> Outcome:
+        return await asyncio.to_thread(self.after_loop, status, **scope)
+
+    async def afeedback(self, turn_id: str, rating: str, **scope: Any) -> Outcome:
+        return await asyncio.to_thread(self.feedback, turn_id, rating, **scope)

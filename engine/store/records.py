@@ -1,0 +1,62 @@
+"""Records: what one evaluation of a point decided, and how to ask for them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class HookRun(BaseModel):
+    """One hook's part in an evaluation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kind: str
+    version: str
+    mode: str = "enforce"
+    layer: str = "agent"
+    """``agent`` or ``host`` (the host layer runs after the agent's hooks)."""
+    status: str
+    """``decided`` (ran, change or none), ``failed``, or ``skipped`` (after a block)."""
+    duration_ms: float = 0.0
+    change: dict[str, Any] | None = None
+    error: str | None = None
+    cause: str | None = None
+    """For failures: ``error``, ``timeout``, ``memory``, ``invalid_result``, ``crashed``, ``plugin``."""
+    logs: list[str] = Field(default_factory=list)
+    extras: dict[str, Any] = Field(default_factory=dict)
+
+
+class Record(BaseModel):
+    """One evaluation of one point."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    time: str
+    agent: str
+    point: str
+    scope: dict[str, Any]
+    scope_key: str
+    event: dict[str, Any]
+    hooks: list[HookRun]
+    outcome: dict[str, Any]
+    generation: int = 0
+    """The agent's reload generation when it was evaluated."""
+
+
+class RecordQuery(BaseModel):
+    """A filter on records; every field optional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str | None = None
+    point: str | None = None
+    scope: str | None = None
+    """A scope key (``user:u1``) or a bare id matched against any part of the scope."""
+    since: str | None = None
+    until: str | None = None
+    limit: int = 50
+    oldest_first: bool = False
