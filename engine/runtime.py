@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import threading
+import uuid
 import weakref
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -229,6 +230,8 @@ class Agent:
     ) -> Outcome:
         """Evaluate any point with its event fields (the generic form of the methods below)."""
         point = Point(point)
+        if turn_id is None and point is Point.BEFORE_USER_MESSAGE:
+            turn_id = uuid.uuid4().hex  # hosts pass it back to feedback and later points
         scope = {"user_id": user_id, "session_id": session_id, "template": template,
                  "process": process or self.engine.settings.process}
         event = make_event(point, agent=self.name, scope=scope, time=time or now_iso(),
