@@ -1,0 +1,106 @@
+"""``hookengine check``, ``demo`` and ``records``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from engine.cli.common import EXIT_OK, print_json
+from engine.cli.render import short
+from engine.config import load_engine_settings
+from engine.errors import ConfigError
+from engine.runtime import Engine
+from engine.store import RecordQuery, open_store
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("check", help="validate every agent and print all problems")
+    p.add_argument("config", nargs="?", default="config", help="config folder (default: config)")
+    p.set_defaults(func=check)
+
+    p = sub.add_parser("demo", help="play a scripted conversation through the demo agent")
+    p.add_argument("--config", default="config", help="config folder (default: config)")
+    p.add_argument("--agent", default="demo", help="agent to play it through (default: demo)")
+    p.add_argument("--db", default="data/demo.db",
+                   help="store for the demo, emptied first (default: data/demo.db)")
+    p.set_defaults(func=demo)
+
+    p = sub.add_parser("records", help="show recorded evaluations, newest first")
+    p.add_argument("--config", default="config", help="config folder (default: config)")
+    p.add_argument("--db", help="read records from this store instead of engine.yaml's")
+    p.add_argument("--agent")
+    p.add_argument("--point")
+    p.add_argument("--scope", help="a scope key (user:u1) or a bare id")
+    p.add_argument("--since", help="ISO time, inclusive")
+    p.add_argument("--until", help="ISO time, exclusive")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    p.set_defaults(func=records)
+
+
+def check(args: argparse.Namespace) -> int:
+    """Load every agent (scripts compiled) and report every problem; exit 2 if any."""
+    with Engine.load(args.config, records=False, db=":memory:") as engine:
+        for name in engine.agents:
+            hooks = engine.agent(name).pipeline.slots
+            print(f"ok  {name}: {len(hooks)} hooks "
+                  f"({', '.join(s.hook.name for s in hooks)})")
+    return EXIT_OK
+
+
+def demo(args: argparse.Namespace) -> int:
+    from engine.demo import play
+
+    db = Path(args.db)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    with Engine.load(args.config, db=str(db)) as engine:
+        agent = engine.agent(args.agent)
+        print(f"Playing the demo conversation through agent {args.agent!r} "
+              f"({len(agent.pipeline.slots)} hooks), offline.")
+        outcomes = play(agent)
+    print(f"\n{len(outcomes)} evaluations recorded in {db}; "
+          f"see them with: hookengine records --db {db}")
+    return EXIT_OK
+
+
+def _store_url(args: argparse.Namespace) -> str:
+    if args.db:
+        return str(args.db)
+    root = Path(args.config).resolve()
+    settings, problems = load_engine_settings(root)
+    if problems:
+        raise ConfigError(problems)
+    if settings.db_url:
+        return settings.db_url
+    path = Path(settings.db_path)
+    return str(path if path.is_absolute() else root.parent / path)
+
+
+def records(args: argparse.Namespace) -> int:
+    query = RecordQuery(agent=args.agent, point=args.point, scope=args.scope, since=args.since,
+                        until=args.until, limit=args.limit)
+    store = open_store(_store_url(args))
+    try:
+        found = store.query_records(query)
+    finally:
+        store.close()
+    if args.json:
+        print_json([r.model_dump(mode="json") for r in found])
+        return EXIT_OK
+    for r in found:
+        print(f"{r.time}  {r.agent}  {r.point}  {r.scope_key}  gen {r.generation}  {r.id[:8]}")
+        for run in r.hooks:
+            detail = run.error or (json.dumps(run.change, ensure_ascii=False) if run.change else "")
+            mode = "" if run.mode == "enforce" else " [shadow]"
+            print(f"    {run.name}{mode} {run.status} {run.duration_ms:.2f}ms {short(detail, 100)}")
+        decided = r.outcome
+        if decided.get("blocked"):
+            print(f"    => BLOCKED: {decided.get('reason')}")
+    if not found:
+        print("no records match")
+    return EXIT_OK
+
+

@@ -1,0 +1,154 @@
+"""``hook_tool``: load one hook file and run it at one point, for testing it locally."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from engine.cli.common import EXIT_OK, UsageError, print_json, run_main
+from engine.cli.render import outcome_lines
+from engine.config import find_config_root, load_engine_settings, load_hook_file
+from engine.config.loader import AgentSpec, ProjectConfig
+from engine.config.models import AgentConfig, EngineSettings
+from engine.errors import ConfigError
+from engine.outcome import Outcome
+from engine.runtime import Agent, Engine
+
+VERBS = {
+    "info": (0, "show the parsed config"),
+    "user": (1, "run before_user_message with QUESTION"),
+    "turn": (2, "run before_assistant_message, then after_turn, with QUESTION ANSWER"),
+    "loop": (1, "run after_loop with STATUS (e.g. job_done)"),
+    "tool": (2, "run tool_call with NAME and a JSON object of input"),
+    "result": (3, "run tool_result with NAME, JSON input and a JSON result"),
+    "feedback": (2, "run feedback with TURN_ID and like|dislike"),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="hook_tool",
+        description="Run one hook file locally at one lifecycle point.",
+        epilog="verbs: " + "; ".join(f"{v} — {h}" for v, (_, h) in VERBS.items()),
+    )
+    p.add_argument("hook", help="the hook's YAML file")
+    p.add_argument("verb", choices=list(VERBS), help="what to run")
+    p.add_argument("args", nargs="*", help="the verb's arguments")
+    p.add_argument("--db", help="put the hook's store (and records) in this file or URL")
+    p.add_argument("--live", action="store_true",
+                   help="use the configured LLM provider for judges and memorizers")
+    p.add_argument("--agent", default="hook_tool", help="agent (and process) name in the event")
+    p.add_argument("--template", help="template name in the scope")
+    p.add_argument("--user", help="user_id in the scope")
+    p.add_argument("--session", help="session_id in the scope")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``hook_tool`` console script."""
+    p = parser()
+    try:
+        args = p.parse_intermixed_args(argv)
+    except SystemExit as exc:  # argparse already printed the usage line
+        return int(exc.code or 0)
+    return run_main("hook_tool", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    wanted, _ = VERBS[args.verb]
+    if len(args.args) != wanted:
+        raise UsageError(f"{args.verb} takes {wanted} argument(s), got {len(args.args)}")
+    path = Path(args.hook)
+    if not path.is_file():
+        raise UsageError(f"{args.hook}: hook file not found")
+    if args.verb == "info":
+        return _info(path, args)
+    with load_engine(path, agent=args.agent, db=args.db, live=args.live) as engine:
+        outcomes = _evaluate(engine.agent(args.agent), args)
+        engine.flush()
+    if args.json:
+        print_json({"hook": str(path), "verb": args.verb, "outcome": outcomes[0].to_dict(),
+                    "outcomes": [o.to_dict() for o in outcomes]})
+    else:
+        for out in outcomes:
+            print("\n".join(outcome_lines(out)))
+    return EXIT_OK
+
+
+def load_engine(path: Path, *, agent: str, db: str | None, live: bool) -> Engine:
+    """An engine whose one agent has just the hook at ``path`` (no host layer)."""
+    spec, problems = load_hook_file(path)
+    root = find_config_root(path.resolve().parent)
+    settings, found = load_engine_settings(root) if root else (EngineSettings(), [])
+    if problems or found or spec is None:
+        raise ConfigError(problems + found)
+    settings = settings.model_copy(update={"process": agent})
+    base = root.parent if root else Path.cwd()
+    project = ProjectConfig(
+        root or path.parent, base, settings, (),
+        {agent: AgentSpec(agent, path.parent, AgentConfig(hook_files=[path.name]), (spec,),
+                          frozenset({spec.path}))},
+    )
+    return Engine(project, live=live, db=db)
+
+
+def _scope(args: argparse.Namespace) -> dict[str, Any]:
+    return {"user_id": args.user, "session_id": args.session, "template": args.template}
+
+
+def _json_arg(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{what} is not valid JSON: {exc.msg} at column {exc.colno}") from None
+
+
+def _evaluate(agent: Agent, args: argparse.Namespace) -> list[Outcome]:
+    scope, a = _scope(args), args.args
+    if args.verb == "user":
+        return [agent.before_user_message(a[0], **scope)]
+    if args.verb == "turn":
+        shown = agent.before_assistant_message(a[0], a[1], **scope)
+        return [shown, agent.after_turn(a[0], shown.answer or a[1], **scope)]
+    if args.verb == "loop":
+        return [agent.after_loop(a[0], **scope)]
+    if args.verb == "tool":
+        data = _json_arg(a[1], "the tool input")
+        if not isinstance(data, dict):
+            raise UsageError("the tool input must be a JSON object, e.g. '{\"path\": \"a.txt\"}'")
+        return [agent.tool_call(a[0], data, **scope)]
+    if args.verb == "result":
+        data = _json_arg(a[1], "the tool input")
+        if not isinstance(data, dict):
+            raise UsageError("the tool input must be a JSON object")
+        return [agent.tool_result(a[0], data, _json_arg(a[2], "the tool result"), **scope)]
+    if a[1] not in ("like", "dislike"):
+        raise UsageError("feedback rating must be like or dislike")
+    return [agent.feedback(a[0], a[1], **scope)]
+
+
+def _info(path: Path, args: argparse.Namespace) -> int:
+    spec, problems = load_hook_file(path)
+    if spec is None:
+        raise ConfigError(problems)
+    data = spec.config.model_dump(mode="json")
+    data["on_error"] = spec.config.effective_on_error.value
+    info = {"file": spec.shown, "version": spec.version, "layer": spec.layer, "config": data}
+    if spec.script_path:
+        info["script_file"] = str(spec.script_path)
+    if args.json:
+        print_json(info)
+        return EXIT_OK
+    print(f"{spec.shown}  ({spec.kind} {spec.name!r}, version {spec.version})")
+    for key, value in data.items():
+        if key not in ("kind", "name"):
+            print(f"  {key}: {json.dumps(value, ensure_ascii=False)}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

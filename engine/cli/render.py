@@ -1,0 +1,58 @@
+"""Human-readable rendering of outcomes and records for the command line."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engine.outcome import Outcome
+
+MAX_TEXT = 160
+
+
+def short(value: Any, limit: int = MAX_TEXT) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = text.replace("\n", "⏎ ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def outcome_lines(out: Outcome, *, verbose: bool = True) -> list[str]:
+    """What fired, what changed, how long it took: one outcome as lines."""
+    lines = [f"{out.point}  (agent {out.agent}, record {out.id[:8]})"]
+    for run in out.hooks if verbose else []:
+        status = run.status if run.mode == "enforce" else f"{run.status}, shadow"
+        line = f"  {run.name} ({run.kind} {run.version}) {status} in {run.duration_ms:.2f} ms"
+        lines.append(line)
+        if run.error:
+            lines.append(f"    error [{run.cause}]: {short(run.error)}")
+        for key, value in (run.change or {}).items():
+            lines.append(f"    {key}: {short(value)}")
+        lines += [f"    log: {short(entry)}" for entry in run.logs]
+    lines += _decision_lines(out)
+    return lines
+
+
+def _decision_lines(out: Outcome) -> list[str]:
+    lines = []
+    if out.blocked:
+        lines.append(f"  => BLOCKED: {out.reason}")
+    if out.point == "before_user_message":
+        if out.answer is not None:
+            lines.append(f"  => answer (LLM skipped): {short(out.answer)}")
+        for m in out.messages:
+            lines.append(f"  => inject {m['role']}: {short(m['content'])}")
+    elif out.point == "tool_call" and not out.blocked:
+        lines.append(f"  => run the tool with input {short(out.input)}")
+    elif out.point == "tool_result":
+        lines.append(f"  => result: {short(out.result)}")
+    elif out.point == "before_assistant_message":
+        lines.append(f"  => answer: {short(out.answer)}")
+    elif out.point == "before_call":
+        lines += [f"  => section: {short(s)}" for s in out.sections]
+    lines += [f"  => notice: {short(n)}" for n in out.notices]
+    lines += [f"  => ui event: {short(e)}" for e in out.events]
+    lines += [f"  => shadow {s['hook']} would have: {short(s.get('change') or s.get('error'))}"
+              for s in out.shadow]
+    if len(lines) == 0:
+        lines.append("  => no change")
+    return lines
