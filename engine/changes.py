@@ -38,12 +38,13 @@ class Change(BaseModel):
 
     block: str | None = None
     """Refuse: the reason shown to the user or the model. The first block ends the chain."""
-    messages: list[Message] | list[dict[str, Any]] | None = None
+    messages: list[dict[str, Any]] | None = None
     """before_user_message: messages to inject (add up). before_call: the whole list (replace)."""
     notice: list[str] = Field(default_factory=list)
     """Short notes for the UI (add up). A single string is taken as a list of one."""
     answer: str | None = None
-    """before_user_message: the turn's answer, LLM skipped. before_assistant_message: the new answer."""
+    """before_user_message: the turn's answer (LLM skipped).
+    before_assistant_message: the new answer."""
     question: str | None = None
     """Rewrite the user's message."""
     sections: list[str] = Field(default_factory=list)
@@ -67,7 +68,7 @@ class Change(BaseModel):
         return _as_list(value)
 
     def is_empty(self) -> bool:
-        return not self.model_fields_set or self == EMPTY
+        return self is EMPTY or self.__dict__ == EMPTY.__dict__
 
     def as_data(self) -> dict[str, Any]:
         """The change as JSON data with only the fields it sets."""
@@ -124,7 +125,7 @@ def parse_change(
 def _message(value: Any, hook: str, point: Point) -> Any:
     if isinstance(value, dict):
         try:
-            return Message.model_validate(value)
+            return Message.model_validate(value).model_dump()
         except ValidationError as exc:
             raise PluginError(
                 f"hook {hook!r} at {point}: messages: {exc.errors()[0]['msg']} "
@@ -168,9 +169,7 @@ def merge(point: Point, first: Change, second: Change) -> Change:
     if first.settings is not None or second.settings is not None:
         fields["settings"] = {**(first.settings or {}), **(second.settings or {})}
     fields["messages"] = _merge_messages(point, first.messages, second.messages)
-    return Change.model_construct(
-        _fields_set={k for k, v in fields.items() if v not in (None, [])}, **fields
-    )
+    return Change.model_construct(**fields)
 
 
 def _merge_messages(point: Point, first: Any, second: Any) -> Any:
@@ -192,7 +191,8 @@ def apply(point: Point, event: dict[str, Any], change: Change) -> dict[str, Any]
     if point is Point.BEFORE_CALL and change.messages is not None:
         seen["messages"] = copy.deepcopy(change.messages)
     if point is Point.BEFORE_ASSISTANT_MESSAGE:
-        seen["answer"] = join_answer(change.answer or seen["answer"], change.append)
+        base = change.answer if change.answer is not None else seen["answer"]
+        seen["answer"] = join_answer(base, change.append)
     return seen
 
 

@@ -83,8 +83,8 @@ def play(agent: Agent, say: Callable[[str], None] = print) -> list[Outcome]:
                 if not d.blocked and result is not None:
                     show(f"tool result {name}", agent.tool_result(name, d.input, result, **scope))
             answer = offline_answer(question)
-            answer = show("answer", agent.before_assistant_message(question, answer, **scope)).answer \
-                or answer
+            shown = show("answer", agent.before_assistant_message(question, answer, **scope))
+            answer = shown.answer or answer
         show("turn ended", agent.after_turn(question, answer, **scope))
         if n == 1:
             show("feedback", agent.feedback(str(first.turn_id), "like", user_id=turn.user))

@@ -42,7 +42,8 @@ class Problem:
             where += f":{self.line}"
             if self.column is not None:
                 where += f":{self.column}"
-        text = f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        text = f"{where}: {self.field}: " if self.field else f"{where}: "
+        text += self.message
         if self.hint:
             text += f" ({self.hint})"
         return text

@@ -137,7 +137,7 @@ def _call(hook: Hook, point: Point, event: dict[str, Any], ctx: HookContext) -> 
         raise _Failure(f"{type(exc).__name__}: {exc}", exc.cause) from exc
     except PluginError as exc:
         raise _Failure(f"PluginError: {exc}", "plugin") from exc
-    except BaseException as exc:  # noqa: BLE001 - a hook's failure must never reach the host
+    except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise _Failure(f"{type(exc).__name__}: {exc}", "error") from exc
@@ -180,8 +180,7 @@ def _outcome(
     out.changed = not merged.is_empty()
     if point is Point.BEFORE_USER_MESSAGE:
         out.question, out.answer = seen["question"], merged.answer
-        out.messages = [m.model_dump() if hasattr(m, "model_dump") else m
-                        for m in merged.messages or []]
+        out.messages = list(merged.messages or [])
     elif point is Point.BEFORE_CALL:
         out.instruction, out.sections = seen["instruction"], list(merged.sections)
         out.messages, out.tools, out.settings = seen["messages"], seen["tools"], seen["settings"]

@@ -170,7 +170,8 @@ def load_hook_file(path: Path, *, layer: Layer = "agent") -> tuple[HookSpec | No
     if not isinstance(kind, str) or kind not in KINDS:
         close = suggest(str(kind), list(KINDS))
         hint = f"did you mean {close!r}?" if close else f"one of: {', '.join(KINDS)}"
-        return None, [Problem(shown, doc.line_of(("kind",)), "kind", f"unknown kind {kind!r}", hint)]
+        line = doc.line_of(("kind",))
+        return None, [Problem(shown, line, "kind", f"unknown kind {kind!r}", hint)]
     model = KINDS[kind]
     config, problems = validate(model, doc, shown)
     if config is None:
@@ -205,13 +206,14 @@ def load_engine_settings(root: Path) -> tuple[EngineSettings, list[Problem]]:
 
 
 def _hook_paths(
-    folder: Path, files: list[str], names: list[str], owner: Path, doc: YamlDoc | None
+    folder: Path, files: list[str], names: list[str], doc: YamlDoc | None
 ) -> list[tuple[Path, int | None]]:
     found = []
     for i, rel in enumerate(files):
         found.append((folder / rel, doc.line_of(("hook_files", i)) if doc else None))
     for i, name in enumerate(names):
-        found.append((folder / "hooks" / f"{name}.yaml", doc.line_of(("hooks", i)) if doc else None))
+        line = doc.line_of(("hooks", i)) if doc else None
+        found.append((folder / "hooks" / f"{name}.yaml", line))
     return found
 
 
@@ -250,7 +252,7 @@ def load_host_layer(root: Path, settings: EngineSettings) -> tuple[list[HookSpec
     engine_yaml = root / "engine.yaml"
     if engine_yaml.exists():
         doc, _ = read_yaml(engine_yaml, show(engine_yaml))
-    paths = _hook_paths(root, settings.hook_files, settings.hooks, engine_yaml, doc)
+    paths = _hook_paths(root, settings.hook_files, settings.hooks, doc)
     specs, problems = _load_hooks(paths, show(engine_yaml), "host")
     return specs, problems + _duplicates(specs)
 
@@ -268,7 +270,7 @@ def load_agent(
     config, problems = validate(AgentConfig, doc, shown)
     if config is None:
         raise ConfigError(problems)
-    paths = _hook_paths(folder, config.hook_files, config.hooks, path, doc)
+    paths = _hook_paths(folder, config.hook_files, config.hooks, doc)
     specs, problems = _load_hooks(paths, shown, "agent")
     if not paths:
         problems.append(Problem(shown, 1, None, "the agent lists no hooks",

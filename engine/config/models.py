@@ -8,14 +8,95 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from engine.points import Point, make_event
 from engine.policy import Mode, OnError
-from engine.points import Point
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+# -- hook tests --------------------------------------------------------------------------------
+
+
+class HookTestExpect(Strict):
+    """What a hook test expects of the outcome; only the fields given are checked."""
+
+    blocked: bool | None = None
+    """Whether the point is refused (at tool_call: the tool must not run)."""
+    reason_contains: str | None = None
+    """A text the block reason contains."""
+    answer: str | None = None
+    """The answer equals this (``null``: no answer)."""
+    answer_contains: str | None = None
+    """A text the answer contains."""
+    question: str | None = None
+    """The (rewritten) question equals this."""
+    messages: list[dict[str, Any]] | None = None
+    """The messages equal these ({role, content} each)."""
+    messages_contain: str | None = None
+    """A text some message's content contains."""
+    input: dict[str, Any] | None = None
+    """tool_call: the input the tool runs with equals this."""
+    input_contains: dict[str, Any] | None = None
+    """tool_call: the input has these keys with these values."""
+    result: Any = None
+    """tool_result: the result equals this."""
+    result_contains: str | None = None
+    """tool_result: the result, as text, contains this."""
+    notices_contain: str | None = None
+    """A text some notice contains."""
+    no_change: bool | None = None
+    """true: the hook changed nothing (no block, answer, messages, notice, ...)."""
+
+
+class HookTestStep(Strict):
+    """An event evaluated before a test's own, in the same scope (e.g. an earlier message)."""
+
+    point: Point
+    """The point to evaluate."""
+    event: dict[str, Any] = Field(default_factory=dict)
+    """The point's event fields (question, name, input, answer, ...)."""
+
+
+class HookTest(Strict):
+    """One test of a hook: a point, an event, and what the outcome must be."""
+
+    name: str = ""
+    """What the test checks (shown in results)."""
+    point: Point
+    """The point to evaluate."""
+    event: dict[str, Any] = Field(default_factory=dict)
+    """The point's event fields (question, name, input, answer, ...)."""
+    scope: dict[str, str] = Field(default_factory=dict)
+    """user_id, session_id, template, process."""
+    time: str = "2025-01-01T12:00:00+00:00"
+    """The event's time (``host.now()``)."""
+    given: list[HookTestStep] = Field(default_factory=list)
+    """Events evaluated first, in the same scope, their outcomes not checked."""
+    expect: HookTestExpect
+    """The expectations on the outcome."""
+
+    @model_validator(mode="after")
+    def _event_fits_point(self) -> HookTest:
+        for point, fields in [*((s.point, s.event) for s in self.given),
+                              (self.point, self.event)]:
+            try:
+                make_event(point, agent="test", time=self.time, scope=self.scope, **fields)
+            except (ValidationError, TypeError) as exc:
+                raise ValueError(f"event does not fit {point.value}: {_first_error(exc)}") \
+                    from exc
+        return self
+
+
+def _first_error(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if errors is None:
+        return str(exc)
+    err = errors()[0]
+    return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
 
 
 # -- hooks -----------------------------------------------------------------------------------
@@ -35,6 +116,9 @@ class HookBase(Strict):
     failure always blocks the tool."""
     mode: Mode = Mode.ENFORCE
     """enforce | shadow. A shadow hook runs and is recorded, but its change is not applied."""
+    tests: list[HookTest] = Field(default_factory=list)
+    """Tests of this hook (also read from a sibling ``<name>.test.yaml``); ``hookengine test``
+    runs them, and a reload whose new version fails them is refused."""
 
     default_on_error: ClassVar[OnError] = OnError.IGNORE
 

@@ -1,0 +1,110 @@
+"""Shared fixtures: config trees written into a temp folder, fake hooks, engines."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.config.loader import HookSpec
+from engine.kinds.base import HookContext, Mode, OnError
+from engine.pipeline import Pipeline, Services, Slot
+from engine.points import Point
+from engine.runtime import Engine
+from engine.store import open_store
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    """Write ``{relative path: text}`` under ``root`` (text dedented) and return root."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
+    """Write a config tree under tmp_path/config and return the config folder."""
+
+    def make(files: dict[str, str]) -> Path:
+        return write(tmp_path / "config", files)
+
+    return make
+
+
+@pytest.fixture
+def load(tmp_path: Path) -> Iterator[Callable[..., Engine]]:
+    """Engine.load with a temp store; every engine is closed after the test."""
+    engines: list[Engine] = []
+
+    def make(root: Path, **options: Any) -> Engine:
+        options.setdefault("db", str(tmp_path / "store.db"))
+        engine = Engine.load(root, **options)
+        engines.append(engine)
+        return engine
+
+    yield make
+    for engine in engines:
+        engine.close()
+
+
+@dataclass
+class FakeHook:
+    """A hook wrapping a plain callable, for pipeline tests."""
+
+    name: str
+    fn: Callable[[Point, dict[str, Any], HookContext], Any]
+    points: frozenset[Point] = frozenset(Point)
+    kind: str = "fake"
+    version: str = "v1"
+    on_error: OnError = OnError.IGNORE
+    mode: Mode = Mode.ENFORCE
+    source: Path = Path("fake.yaml")
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def run(self, point: Point, event: dict[str, Any], ctx: HookContext) -> Any:
+        self.calls.append(event)
+        return self.fn(point, event, ctx)
+
+    def close(self) -> None:
+        return None
+
+
+def returning(name: str, change: Any, **kw: Any) -> FakeHook:
+    return FakeHook(name, lambda p, e, c: change, **kw)
+
+
+def raising(name: str, exc: BaseException, **kw: Any) -> FakeHook:
+    def fail(p: Point, e: dict[str, Any], c: HookContext) -> Any:
+        raise exc
+
+    return FakeHook(name, fail, **kw)
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Iterator[Services]:
+    from engine.kinds.base import Memo
+
+    store = open_store(str(tmp_path / "pipe.db"))
+    memos: dict[tuple[str, str], Memo] = {}
+    records: list[Any] = []
+    svc = Services(store, lambda a, h: memos.setdefault((a, h), Memo()),
+                   lambda r, m: records.append(r))
+    svc.recorded = records  # type: ignore[attr-defined]
+    yield svc
+    store.close()
+
+
+def pipeline(*hooks: Any, host: tuple[Any, ...] = ()) -> Pipeline:
+    slots = tuple(Slot(h) for h in hooks) + tuple(Slot(h, "host") for h in host)
+    return Pipeline("test", slots)
+
+
+__all__ = ["REPO", "FakeHook", "HookSpec", "pipeline", "raising", "returning", "write"]

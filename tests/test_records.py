@@ -1,0 +1,114 @@
+"""Records: written for every evaluation, masked, optional per agent, bounded, not lost."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+from engine.runtime import Engine
+from engine.store import RecordQuery, open_store
+from engine.store.records import Record
+from tests.conftest import REPO
+
+AGENT = {
+    "agents/a/agent.yaml": """
+        hooks: [ctx, esc]
+        records:
+          enabled: true
+          mask: [event.input.password, event.question]
+    """,
+    "agents/a/hooks/ctx.yaml": "kind: inject\nname: ctx\nmessages: [{role: system, content: x}]\n",
+    "agents/a/hooks/esc.yaml": "kind: escalate\nname: esc\nmessage: call us\nmin_answer_chars: 5\n",
+    "agents/quiet/agent.yaml": "hooks: [ctx]\nrecords: {enabled: false}\n",
+    "agents/quiet/hooks/ctx.yaml": "kind: inject\nname: ctx\nmessages: []\n",
+}
+
+
+def test_every_evaluation_writes_a_record(project: Callable[[dict[str, str]], Path],
+                                          load: Callable[..., Engine]) -> None:
+    engine = load(project(AGENT))
+    agent = engine.agent("a")
+    outs = [agent.before_user_message("hi", user_id="u1"),
+            agent.tool_call("t", {"x": 1}, user_id="u1"),
+            agent.before_assistant_message("q", "no", user_id="u2"),
+            agent.after_loop("job_done")]
+    records = engine.records(agent="a", limit=10)
+    assert {r.id for r in records} == {o.id for o in outs}
+    by_id = {r.id: r for r in records}
+    first = by_id[outs[0].id]
+    assert first.point == "before_user_message" and first.scope_key == "user:u1"
+    assert [h.name for h in first.hooks] == ["ctx", "esc"]
+    assert all(len(h.version) == 12 for h in first.hooks)
+    assert by_id[outs[2].id].outcome["appended"] == ["call us"]
+
+
+def test_masked_fields_never_reach_the_store(project: Callable[[dict[str, str]], Path],
+                                             load: Callable[..., Engine]) -> None:
+    engine = load(project(AGENT))
+    agent = engine.agent("a")
+    agent.tool_call("login", {"user": "bob", "password": "hunter2"}, user_id="u1")
+    agent.before_user_message("my secret question", user_id="u1")
+    engine.flush()
+    text = Path(engine.store.url.removeprefix("sqlite:///")).read_bytes()
+    assert b"hunter2" not in text and b"my secret question" not in text
+    tool = engine.records(point="tool_call")[0]
+    assert tool.event["input"] == {"user": "bob", "password": "***"}
+
+
+def test_records_can_be_turned_off_per_agent(project: Callable[[dict[str, str]], Path],
+                                             load: Callable[..., Engine]) -> None:
+    engine = load(project(AGENT))
+    engine.agent("quiet").before_user_message("hi")
+    engine.agent("a").before_user_message("hi")
+    assert engine.records(agent="quiet") == []
+    assert len(engine.records(agent="a")) == 1
+
+
+def test_records_are_queryable_by_point_scope_time_and_limit(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
+) -> None:
+    engine = load(project(AGENT))
+    agent = engine.agent("a")
+    for i in range(5):
+        agent.before_user_message(f"q{i}", user_id="u1", time=f"2026-01-0{i + 1}T00:00:00+00:00")
+    agent.after_loop("done", user_id="u2", time="2026-02-01T00:00:00+00:00")
+    assert len(engine.records(point="before_user_message")) == 5
+    assert [r.point for r in engine.records(scope="u2")] == ["after_loop"]
+    assert len(engine.records(since="2026-01-03", until="2026-01-05")) == 2
+    assert len(engine.records(limit=2)) == 2
+    assert engine.records(limit=1)[0].point == "after_loop"
+
+
+def test_retention_keeps_the_newest(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "r.db"))
+    try:
+        for i in range(30):
+            store.add_records([Record(id=f"r{i}", time=f"t{i:02}", agent="a", point="feedback",
+                                      scope={}, scope_key="process:x", event={}, hooks=[],
+                                      outcome={})])
+        assert store.prune_records(10) == 20
+        kept = store.query_records(RecordQuery(limit=100))
+        assert [r.id for r in kept] == [f"r{i}" for i in range(29, 19, -1)]
+    finally:
+        store.close()
+
+
+def test_queued_records_are_written_at_a_normal_exit(tmp_path: Path) -> None:
+    db = tmp_path / "exit.db"
+    script = textwrap.dedent(f"""
+        from engine import Engine
+        engine = Engine.load({str(REPO / "config")!r}, db={str(db)!r})
+        agent = engine.agent("demo")
+        for i in range(500):
+            agent.tool_call("read_file", {{"path": str(i)}}, user_id="u1")
+        # no close(): the exit handler must flush
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120, cwd=tmp_path)
+    store = open_store(str(db))
+    try:
+        assert len(store.query_records(RecordQuery(point="tool_call", limit=1000))) == 500
+    finally:
+        store.close()
