@@ -1,15 +1,29 @@
-"""Persisted state behind one small interface: records, script state (FAQ pairs and memory
-join them later). SQLite is the embedded default; a ``postgresql://`` URL selects PostgreSQL."""
+"""Persisted state behind one small interface: records, script state, FAQ pairs and memory.
+SQLite is the embedded default; a ``postgresql://`` URL selects PostgreSQL."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
+from engine.store.models import (
+    Episode,
+    Fact,
+    FactEdit,
+    FaqPair,
+    MemoryResult,
+    MemoryUpdate,
+    MemoryView,
+    NewFact,
+)
 from engine.store.records import Record, RecordQuery
 
 
 class Store(Protocol):
-    """The engine's persisted state. Implementations are safe to share between threads."""
+    """The engine's persisted state. Implementations are safe to share between threads.
+
+    Memory methods take the scope they work in and never touch another scope.
+    """
 
     url: str
 
@@ -33,14 +47,106 @@ class Store(Protocol):
         """Apply writes to one hook's state in one scope (``None`` deletes a key), atomically."""
         ...
 
+    # -- FAQ pairs -------------------------------------------------------------------------
+
+    def faq_put(self, namespace: str, question: str, answer: str, *, terms: Iterable[str],
+                scope: str, time: str) -> int:
+        """Store a pair (the same question again replaces the answer); return its id."""
+        ...
+
+    def faq_candidates(self, namespace: str, terms: Iterable[str], *,
+                       limit: int) -> list[FaqPair]:
+        """Pairs sharing terms with a question, most shared first."""
+        ...
+
+    def faq_hit(self, pair_id: int, time: str) -> None:
+        """Count a cache hit."""
+        ...
+
+    def faq_count(self, namespace: str) -> int:
+        """How many pairs a namespace holds."""
+        ...
+
+    # -- memory ----------------------------------------------------------------------------
+
+    def memory_candidates(self, scope: str, lookup: Iterable[str], *, limit: int,
+                          backfill: bool = True) -> list[Fact]:
+        """Live facts ranked by shared terms → importance → recency (backfilled to limit)."""
+        ...
+
+    def memory_facts(self, scope: str, *, live_only: bool = True, keyed: bool = False,
+                     limit: int | None = None) -> list[Fact]:
+        """A scope's facts, most important and recent first."""
+        ...
+
+    def memory_note_recall(self, scope: str, turn_id: str | None, fact_ids: Sequence[int],
+                           time: str) -> None:
+        """Remember which facts a turn recalled."""
+        ...
+
+    def memory_recalled(self, scope: str, turn_id: str) -> list[int]:
+        """Ids of the facts recalled in a turn."""
+        ...
+
+    def memory_adjust(self, scope: str, fact_ids: Sequence[int], delta: float,
+                      time: str) -> list[Fact]:
+        """Change facts' importance by ``delta`` (within 0..1)."""
+        ...
+
+    def memory_count_turn(self, scope: str, time: str) -> int:
+        """Count one more memorable turn; return the count so far."""
+        ...
+
+    def memory_apply(self, scope: str, update: MemoryUpdate) -> MemoryResult:
+        """Apply one memorizer run in one transaction."""
+        ...
+
+    def memory_summary(self, scope: str) -> str:
+        """The rolling summary ("" if none)."""
+        ...
+
+    def memory_add_episode(self, scope: str, *, turn_id: str | None, question: str,
+                           answer: str, time: str, keep: int) -> None:
+        """Keep a turn as an episode (the newest ``keep`` stay)."""
+        ...
+
+    def memory_episodes(self, scope: str, *, limit: int = 50) -> list[Episode]:
+        """The newest episodes, oldest first."""
+        ...
+
+    def memory_view(self, scope: str) -> MemoryView:
+        """Everything kept about a scope."""
+        ...
+
+    def memory_forget(self, scope: str) -> int:
+        """Delete everything kept about a scope; return how many rows went."""
+        ...
+
     def close(self) -> None: ...
 
 
 def open_store(url_or_path: str) -> Store:
-    """Open (and create or migrate) the store at a SQLAlchemy URL or an SQLite file path."""
+    """Open (and create or migrate) the store at a SQLAlchemy URL or an SQLite file path.
+
+    Raises:
+        StoreError: the database cannot be reached, or its schema is newer than ours.
+    """
     from engine.store.sql import SqlStore
 
     return SqlStore(url_or_path)
 
 
-__all__ = ["Record", "RecordQuery", "Store", "open_store"]
+__all__ = [
+    "Episode",
+    "Fact",
+    "FactEdit",
+    "FaqPair",
+    "MemoryResult",
+    "MemoryUpdate",
+    "MemoryView",
+    "NewFact",
+    "Record",
+    "RecordQuery",
+    "Store",
+    "open_store",
+]

@@ -1,0 +1,159 @@
+"""Kind ``faq_cache``: answer repeated or similar questions from stored (question, answer) pairs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engine.config.loader import HookSpec
+from engine.config.models import FaqCacheConfig
+from engine.kinds import BuildEnv
+from engine.kinds.base import HookContext
+from engine.kinds.common import SpecHook
+from engine.points import Point
+from engine.providers import Candidate, Judgement, JudgeTask, Providers
+from engine.store import FaqPair, Store
+from engine.text import dice, fill, terms
+
+DEFAULT_HINT = ("A similar question was answered before; use this answer if it fits.\n"
+                "Question: {{question}}\nAnswer: {{answer}}")
+HITS_KEPT = 1000
+"""Turns remembered as cache hits (so after_turn does not store them again)."""
+
+
+@dataclass
+class FaqCacheHook(SpecHook):
+    """On a user message: prefilter stored questions by shared stems, let the judge compare
+    the best ``max_candidates``, and on a confident match answer (``short_circuit``) or
+    inject a hint. After a turn: store the new pair if it passes the thresholds."""
+
+    config: FaqCacheConfig
+    store: Store
+    providers: Callable[[], Providers]
+    points = frozenset({Point.BEFORE_USER_MESSAGE, Point.AFTER_TURN})
+
+    def run(self, point: Point, event: dict[str, Any], ctx: HookContext) -> Any:
+        if point is Point.BEFORE_USER_MESSAGE:
+            return self.lookup(event, ctx)
+        self.remember(event, ctx)
+        return None
+
+    def namespace(self, ctx: HookContext) -> str:
+        """Pairs are kept per agent and hook: two agents may answer the same question apart."""
+        return f"{ctx.agent}:{self.name}"
+
+    # -- before_user_message ---------------------------------------------------------------
+
+    def lookup(self, event: dict[str, Any], ctx: HookContext) -> Any:
+        question = event["question"]
+        asked = terms(question)
+        pairs = self.store.faq_candidates(self.namespace(ctx), asked,
+                                          limit=self.config.max_candidates) if asked else []
+        if not pairs:
+            return None
+        verdict = self._judge(question, asked, pairs, ctx)
+        hit = self._best(pairs, verdict)
+        if hit is None:
+            return None
+        pair, confidence = hit
+        ctx.extras["hit"] = {"id": pair.id, "question": pair.question,
+                             "confidence": confidence}
+        self._note_hit(event, pair, ctx)
+        return self._change(question, pair)
+
+    def _judge(self, question: str, asked: set[str], pairs: list[FaqPair],
+               ctx: HookContext) -> Judgement:
+        candidates = tuple(Candidate(p.id, p.question, dice(asked, p.terms)) for p in pairs)
+        task = JudgeTask("faq", question, candidates, self.config.judge_instructions,
+                         self.config.judge_model)
+        verdict = self.providers().judge(task, recorded=(ctx.replay or {}).get("judge"))
+        ctx.extras["candidates"] = [{"id": c.id, "question": c.text, "overlap": c.fallback}
+                                    for c in candidates]
+        ctx.extras["judge"] = verdict.call
+        return verdict
+
+    def _best(self, pairs: list[FaqPair], verdict: Judgement) -> tuple[FaqPair, float] | None:
+        # the overlap score is a weaker signal than a judge: it has its own bar
+        bar = self.config.fallback_score if verdict.offline else self.config.min_confidence
+        scored = [(verdict.scores.get(p.id, 0.0), -i, p) for i, p in enumerate(pairs)]
+        score, _, pair = max(scored, key=lambda s: (s[0], s[1]))
+        return (pair, score) if score >= bar and score > 0 else None
+
+    def _note_hit(self, event: dict[str, Any], pair: FaqPair, ctx: HookContext) -> None:
+        turn = event.get("turn_id")
+        if turn:
+            ctx.memo.update("hits", lambda hits: _keep_last({**(hits or {}), turn: pair.id}))
+        if ctx.replay is None:
+            self.store.faq_hit(pair.id, event["time"])
+
+    def _change(self, question: str, pair: FaqPair) -> dict[str, Any]:
+        if self.config.short_circuit:
+            change: dict[str, Any] = {"answer": pair.answer}
+            if self.config.hit_notice:
+                change["notice"] = self.config.hit_notice
+            return change
+        hint = fill(self.config.hint_template or DEFAULT_HINT, question=pair.question,
+                    answer=pair.answer, asked=question)
+        return {"messages": [{"role": "system", "content": hint}]}
+
+    # -- after_turn ------------------------------------------------------------------------
+
+    def remember(self, event: dict[str, Any], ctx: HookContext) -> None:
+        why_not = self._why_not_store(event, ctx)
+        if why_not:
+            ctx.logs.append(f"not stored: {why_not}")
+            return
+        question, answer = event["question"].strip(), event["answer"].strip()
+        pair_id = self.store.faq_put(self.namespace(ctx), question, answer,
+                                     terms=terms(question), scope=ctx.scope_key,
+                                     time=event["time"])
+        ctx.extras["stored"] = pair_id
+
+    def _why_not_store(self, event: dict[str, Any], ctx: HookContext) -> str | None:
+        rules = self.config.store
+        question, answer = event["question"].strip(), event["answer"].strip()
+        if not rules.enabled:
+            return "store.enabled is false"
+        if len(question) < rules.min_question_chars:
+            return f"question shorter than {rules.min_question_chars} characters"
+        if len(answer) < rules.min_answer_chars:
+            return f"answer shorter than {rules.min_answer_chars} characters"
+        if ctx.replay is not None:
+            return "replay"
+        if _pop_hit(event.get("turn_id"), ctx) or self._is_cached(question, answer, ctx):
+            return "the answer came from the cache"
+        if not terms(question):
+            return "the question has no words to match on"
+        return None
+
+    def _is_cached(self, question: str, answer: str, ctx: HookContext) -> bool:
+        pairs = self.store.faq_candidates(self.namespace(ctx), terms(question),
+                                          limit=self.config.max_candidates)
+        return any(p.answer.strip() == answer for p in pairs)
+
+
+def _pop_hit(turn: str | None, ctx: HookContext) -> bool:
+    """Whether this turn was answered from the cache (forgetting it: one turn, one answer)."""
+    if not turn:
+        return False
+    found: list[int | None] = []
+
+    def pop(hits: dict[str, int] | None) -> dict[str, int]:
+        rest = dict(hits or {})
+        found.append(rest.pop(turn, None))
+        return rest
+
+    ctx.memo.update("hits", pop)
+    return found[0] is not None
+
+
+def _keep_last(hits: dict[str, int]) -> dict[str, int]:
+    return dict(list(hits.items())[-HITS_KEPT:])
+
+
+def build(spec: HookSpec, env: BuildEnv) -> FaqCacheHook:
+    """Make a faq_cache hook: its store from ``db_url`` / ``db_path``, the engine's providers."""
+    config: FaqCacheConfig = spec.config
+    return FaqCacheHook(spec, config, env.store_for(config.db_url, config.db_path),
+                        env.providers)

@@ -1,0 +1,167 @@
+"""The store's tables and the versioned migration that creates or upgrades them.
+
+Each schema version lists the tables it added; opening an older store creates what is missing
+and bumps ``hookengine_meta.schema_version``, all in one transaction. A store newer than this
+engine is refused rather than misread.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from engine.errors import StoreError
+
+SCHEMA_VERSION = 2
+
+metadata = sa.MetaData()
+
+meta_table = sa.Table(
+    "hookengine_meta", metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+# -- version 1: records and script state ------------------------------------------------------
+
+records_table = sa.Table(
+    "records", metadata,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("id", sa.String(40), nullable=False, unique=True),
+    sa.Column("time", sa.String(40), nullable=False, index=True),
+    sa.Column("agent", sa.String(200), nullable=False, index=True),
+    sa.Column("point", sa.String(40), nullable=False),
+    sa.Column("scope_key", sa.String(300), nullable=False, index=True),
+    sa.Column("generation", sa.Integer, nullable=False, default=0),
+    sa.Column("data", sa.Text, nullable=False),
+)
+
+state_table = sa.Table(
+    "script_state", metadata,
+    sa.Column("hook", sa.String(200), primary_key=True),
+    sa.Column("scope", sa.String(300), primary_key=True),
+    sa.Column("key", sa.String(200), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+# -- version 2: FAQ pairs and memory -----------------------------------------------------------
+
+faq_table = sa.Table(
+    "faq_pairs", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("namespace", sa.String(200), nullable=False),
+    sa.Column("question_key", sa.String(64), nullable=False),
+    sa.Column("question", sa.Text, nullable=False),
+    sa.Column("answer", sa.Text, nullable=False),
+    sa.Column("terms", sa.Text, nullable=False),
+    sa.Column("scope_key", sa.String(300), nullable=False),
+    sa.Column("created_at", sa.String(40), nullable=False),
+    sa.Column("updated_at", sa.String(40), nullable=False),
+    sa.Column("hits", sa.Integer, nullable=False, default=0),
+    sa.Column("last_hit_at", sa.String(40)),
+    sa.UniqueConstraint("namespace", "question_key", name="uq_faq_question"),
+)
+
+faq_terms_table = sa.Table(
+    "faq_terms", metadata,
+    sa.Column("pair_id", sa.Integer, primary_key=True),
+    sa.Column("term", sa.String(100), primary_key=True),
+    sa.Column("namespace", sa.String(200), nullable=False),
+    sa.Index("ix_faq_terms_lookup", "namespace", "term"),
+)
+
+facts_table = sa.Table(
+    "memory_facts", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("scope", sa.String(300), nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("key", sa.String(100)),
+    sa.Column("terms", sa.Text, nullable=False),
+    sa.Column("importance", sa.Float, nullable=False),
+    sa.Column("stale", sa.Boolean, nullable=False, default=False),
+    sa.Column("retired", sa.Boolean, nullable=False, default=False),
+    sa.Column("superseded_by", sa.Integer),
+    sa.Column("supersedes", sa.Text, nullable=False, default="[]"),
+    sa.Column("turn_id", sa.String(64)),
+    sa.Column("created_at", sa.String(40), nullable=False),
+    sa.Column("updated_at", sa.String(40), nullable=False),
+    sa.Column("last_recalled_at", sa.String(40)),
+    sa.Column("recall_count", sa.Integer, nullable=False, default=0),
+    sa.Index("ix_memory_facts_rank", "scope", "retired", "stale", "importance", "updated_at"),
+)
+
+fact_terms_table = sa.Table(
+    "memory_terms", metadata,
+    sa.Column("fact_id", sa.Integer, primary_key=True),
+    sa.Column("term", sa.String(100), primary_key=True),
+    sa.Column("scope", sa.String(300), nullable=False),
+    sa.Index("ix_memory_terms_lookup", "scope", "term"),
+)
+
+summaries_table = sa.Table(
+    "memory_summaries", metadata,
+    sa.Column("scope", sa.String(300), primary_key=True),
+    sa.Column("text", sa.Text, nullable=False, default=""),
+    sa.Column("turns", sa.Integer, nullable=False, default=0),
+    sa.Column("updated_at", sa.String(40), nullable=False),
+)
+
+episodes_table = sa.Table(
+    "memory_episodes", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("scope", sa.String(300), nullable=False, index=True),
+    sa.Column("turn_id", sa.String(64)),
+    sa.Column("question", sa.Text, nullable=False),
+    sa.Column("answer", sa.Text, nullable=False),
+    sa.Column("time", sa.String(40), nullable=False),
+)
+
+recalls_table = sa.Table(
+    "memory_recalls", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("scope", sa.String(300), nullable=False),
+    sa.Column("turn_id", sa.String(64), nullable=False),
+    sa.Column("fact_id", sa.Integer, nullable=False),
+    sa.Column("time", sa.String(40), nullable=False),
+    sa.Index("ix_memory_recalls_turn", "scope", "turn_id"),
+)
+
+MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
+    1: (records_table, state_table),
+    2: (faq_table, faq_terms_table, facts_table, fact_terms_table, summaries_table,
+        episodes_table, recalls_table),
+}
+"""The tables each schema version added, in creation order."""
+
+
+def migrate(conn: sa.Connection, *, shown: str) -> int:
+    """Create the schema, or upgrade an older one, inside the caller's transaction.
+
+    Returns:
+        The schema version the store had before (0 for a new store).
+
+    Raises:
+        StoreError: the store's schema is newer than this engine's.
+    """
+    meta_table.create(conn, checkfirst=True)
+    found = _version(conn)
+    if found > SCHEMA_VERSION:
+        raise StoreError(
+            f"store {shown} has schema {found}, newer than this engine's {SCHEMA_VERSION}: "
+            "upgrade hookengine"
+        )
+    for version in range(found + 1, SCHEMA_VERSION + 1):
+        for table in MIGRATIONS[version]:
+            table.create(conn, checkfirst=True)
+    if found == 0:
+        conn.execute(meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+    elif found < SCHEMA_VERSION:
+        conn.execute(meta_table.update().where(meta_table.c.key == "schema_version")
+                     .values(value=str(SCHEMA_VERSION)))
+    return found
+
+
+def _version(conn: sa.Connection) -> int:
+    row = conn.execute(
+        sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
+    ).first()
+    return int(row[0]) if row else 0
