@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.config import ProjectConfig, load_project
 from engine.config.loader import AgentSpec, HookSpec
@@ -23,6 +23,9 @@ from engine.pipeline import Pipeline, Services, Slot, evaluate
 from engine.points import Point, make_event
 from engine.records import RecordWriter
 from engine.store import Record, RecordQuery, Store, open_store
+
+if TYPE_CHECKING:
+    from engine.reload import Reloader
 
 _open_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
 
@@ -48,7 +51,7 @@ class Engine:
 
     def __init__(
         self, project: ProjectConfig, *, live: bool = False, db: str | None = None,
-        records: bool = True,
+        records: bool = True, watch: bool = False,
     ) -> None:
         self.project = project
         self.settings: EngineSettings = project.settings
@@ -69,10 +72,17 @@ class Engine:
                             self.providers, live=live, db_override=db)
         self._agents: dict[str, Agent] = {}
         self.generation = 0
+        self.reloader: Reloader | None = None
         try:
-            self.host_slots = self._build(project.host_hooks, "host")
+            self.host_slots = self.build_slots(project.host_hooks, "host")
             for name, spec in project.agents.items():
                 self._agents[name] = Agent(self, name, self.make_pipeline(spec))
+            # reload sits above runtime; imported here so that Engine.load(watch=True) works
+            from engine.reload import Reloader
+
+            self.reloader = Reloader(self)
+            if watch:
+                self.reloader.start()
         except BaseException:
             self.close()
             raise
@@ -89,10 +99,14 @@ class Engine:
             live: use the configured LLM provider for judges and memorizers.
             db: put every store (records, state, memory, FAQ) in this file or URL.
             records: write records (default True).
+            watch: reload agents when their files change (stop it with ``close()``).
         """
         return cls(load_project(path), **options)
 
-    def _build(self, specs: tuple[HookSpec, ...] | list[HookSpec], layer: str) -> tuple[Slot, ...]:
+    def build_slots(
+        self, specs: tuple[HookSpec, ...] | list[HookSpec], layer: str
+    ) -> tuple[Slot, ...]:
+        """Build hooks into slots of ``layer``; ConfigError with every problem (none left open)."""
         slots, problems = [], []
         for spec in specs:
             try:
@@ -109,7 +123,7 @@ class Engine:
 
     def make_pipeline(self, spec: AgentSpec, *, generation: int = 0) -> Pipeline:
         """Build an agent's pipeline (its hooks, then the host layer's)."""
-        slots = self._build(spec.hooks, "agent")
+        slots = self.build_slots(spec.hooks, "agent")
         records = spec.config.records or self.settings.records
         return Pipeline(spec.name, slots + self.host_slots, generation, records)
 
@@ -176,6 +190,16 @@ class Engine:
             self.writer.flush()
         return self.store.query_records(query or RecordQuery(**filters))
 
+    def status(self) -> dict[str, Any]:
+        """Per agent: generation, last (re)load time, last reload error with file and line."""
+        assert self.reloader is not None  # set in __init__ or the engine did not construct
+        return self.reloader.status()
+
+    def reload_agent(self, name: str) -> bool:
+        """Re-read, rebuild and test agent ``name`` now; swap it in if all is well (True)."""
+        assert self.reloader is not None
+        return self.reloader.reload_agent(name).ok
+
     def flush(self) -> None:
         """Wait until every record submitted so far is written."""
         if self.writer:
@@ -187,6 +211,8 @@ class Engine:
             if self._closed:
                 return
             self._closed = True
+        if self.reloader is not None:
+            self.reloader.close()  # first: no swap may happen while pipelines close
         for agent in self._agents.values():
             agent.pipeline.close()
         if self.writer:
@@ -221,6 +247,9 @@ class Agent:
         self.engine = engine
         self.name = name
         self.pipeline = pipeline
+        self._lock = threading.Lock()
+        self._running: dict[int, int] = {}
+        """Evaluations in flight per pipeline (by id): a replaced one is closed at zero."""
 
     def evaluate(
         self, point: Point | str, fields: Mapping[str, Any] | None = None, *,
@@ -236,8 +265,34 @@ class Agent:
                  "process": process or self.engine.settings.process}
         event = make_event(point, agent=self.name, scope=scope, time=time or now_iso(),
                            turn_id=turn_id, **dict(fields or {}))
-        pipeline = self.pipeline  # one snapshot for the whole evaluation
-        return evaluate(pipeline, point, event, self.engine.services, replay=replay)
+        pipeline = self._take()  # one snapshot for the whole evaluation
+        try:
+            return evaluate(pipeline, point, event, self.engine.services, replay=replay)
+        finally:
+            self._give_back(pipeline)
+
+    def _take(self) -> Pipeline:
+        with self._lock:
+            pipeline = self.pipeline
+            self._running[id(pipeline)] = self._running.get(id(pipeline), 0) + 1
+            return pipeline
+
+    def _give_back(self, pipeline: Pipeline) -> None:
+        with self._lock:
+            left = self._running.pop(id(pipeline)) - 1
+            if left:
+                self._running[id(pipeline)] = left
+
+    def swap(self, pipeline: Pipeline) -> Pipeline:
+        """Make ``pipeline`` the one new evaluations take; return the one it replaces."""
+        with self._lock:
+            old, self.pipeline = self.pipeline, pipeline
+            return old
+
+    def in_use(self, pipeline: Pipeline) -> bool:
+        """Whether an evaluation that started on ``pipeline`` is still running."""
+        with self._lock:
+            return id(pipeline) in self._running
 
     def before_user_message(self, question: str, **scope: Any) -> Outcome:
         """A user message arrived. ``out.answer`` set: skip the LLM; ``out.blocked``: refuse."""

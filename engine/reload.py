@@ -1,0 +1,512 @@
+"""Hot reload: file changes -> re-read, rebuild, test -> atomic swap; keeps the last good version.
+
+A reload reads an agent's files into specs, checks that what it read is still what is on disk
+(and reads again if not), builds the hooks that changed (unchanged ones are reused), runs their
+YAML tests, and only then swaps the agent's pipeline; any problem keeps the last good pipeline
+and is reported (log, ``status()``, listeners) with file and line. A replaced pipeline's hooks
+are closed once no evaluation that started on it is still running.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from engine.config.loader import (
+    AgentSpec,
+    HookSpec,
+    digest,
+    load_agent,
+    load_engine_settings,
+    load_host_layer,
+    show,
+)
+from engine.errors import ConfigError, Problem
+from engine.pipeline import Pipeline, Slot
+from engine.yamltests import as_problems, run_hooks, test_file_of
+
+if TYPE_CHECKING:
+    from engine.runtime import Agent, Engine
+
+log = logging.getLogger("engine.reload")
+
+READ_ATTEMPTS = 5
+"""How often a reload reads again when a file changed while it was being read."""
+WATCHED_SUFFIXES = (".yaml", ".yml", ".js", ".py")
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class ReloadEvent:
+    """What one reload attempt of one agent did."""
+
+    agent: str
+    ok: bool
+    """False: refused, the last good version stays."""
+    generation: int
+    """The generation running after the attempt."""
+    time: str
+    swapped: bool = False
+    """True when a new pipeline went live (False on no change or refusal)."""
+    changes: tuple[str, ...] = ()
+    """What changed, one line each (hooks added, removed, fields changed)."""
+    problems: tuple[Problem, ...] = ()
+    files: tuple[str, ...] = ()
+    """The changed files that caused the attempt."""
+
+    def lines(self) -> list[str]:
+        """The event as the dev prompt and the log show it."""
+        if not self.ok:
+            head = f"reload of {self.agent} refused; generation {self.generation} stays live:"
+            return [head, *(f"  {p}" for p in self.problems)]
+        if not self.swapped:
+            return [f"{self.agent}: no change (generation {self.generation})"]
+        return [f"reloaded {self.agent}: generation {self.generation}",
+                *(f"  {c}" for c in self.changes)]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["problems"] = [_problem_data(p) for p in self.problems]
+        return data
+
+
+def _problem_data(p: Problem) -> dict[str, Any]:
+    return {"file": p.path, "line": p.line, "field": p.field, "message": p.message,
+            "text": str(p)}
+
+
+@dataclass
+class AgentState:
+    """Reload bookkeeping of one agent, as ``status()`` shows it."""
+
+    loaded_at: str
+    reloads: int = 0
+    error: ReloadEvent | None = None
+    """The latest attempt's refusal; cleared by a good reload."""
+    last_error: ReloadEvent | None = None
+
+
+# -- reading files consistently ------------------------------------------------------------------
+
+
+def _text(path: Path | None) -> str | None:
+    if path is None:
+        return ""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _hash(path: Path) -> str | None:
+    text = _text(path)
+    return None if text is None else hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def _on_disk(spec: HookSpec) -> bool:
+    """Whether the hook's YAML and script on disk are still the ones ``spec`` was read from."""
+    yaml_text, script = _text(spec.path), _text(spec.script_path)
+    if yaml_text is None or script is None:
+        return False
+    return digest(yaml_text, script if spec.script_path else "") == spec.version
+
+
+def _stable(owner: Path, read: Callable[[], Any], hooks_of: Callable[[Any], list[HookSpec]]) -> Any:
+    """``read()`` again until ``owner`` and every hook file it read are unchanged afterwards,
+    so a build never mixes a YAML of one save with a script of another."""
+    for _ in range(READ_ATTEMPTS):
+        before = _hash(owner)
+        result = read()
+        if _hash(owner) == before and all(_on_disk(h) for h in hooks_of(result)):
+            return result
+    raise ConfigError.single(show(owner), "files kept changing while being read; save again")
+
+
+def _read_host(root: Path) -> tuple[Any, tuple[HookSpec, ...]]:
+    settings, problems = load_engine_settings(root)
+    specs, found = load_host_layer(root, settings)
+    if problems or found:
+        raise ConfigError(problems + found)
+    return settings, tuple(specs)
+
+
+def _wanted(folder: Path, owner: Path) -> set[Path]:
+    """Files ``owner`` (agent.yaml / engine.yaml) asks for, read loosely: even when invalid, its
+    hook files and their scripts are watched so that creating them is noticed."""
+    data = _loose(owner)
+    hooks = [folder / str(f) for f in data.get("hook_files") or [] if isinstance(f, str)]
+    hooks += [folder / "hooks" / f"{n}.yaml" for n in data.get("hooks") or [] if isinstance(n, str)]
+    found = {owner, *hooks}
+    for hook in hooks:
+        script = _loose(hook).get("script")
+        if isinstance(script, str):
+            found.add(hook.parent / script)
+    return {p.resolve() for p in found}
+
+
+def _loose(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _files_of(specs: tuple[HookSpec, ...] | list[HookSpec]) -> set[Path]:
+    found = {s.path for s in specs} | {test_file_of(s.path) for s in specs}
+    return found | {s.script_path for s in specs if s.script_path}
+
+
+def _test_key(spec: HookSpec) -> tuple[str, str | None]:
+    return spec.version, _hash(test_file_of(spec.path))
+
+
+def _slot_key(spec_or_hook: Any) -> tuple[Path, str, str]:
+    path = spec_or_hook.path if isinstance(spec_or_hook, HookSpec) else spec_or_hook.source
+    return Path(path), spec_or_hook.version, spec_or_hook.name
+
+
+# -- describing what changed ---------------------------------------------------------------------
+
+
+def describe(old: tuple[HookSpec, ...], new: tuple[HookSpec, ...], layer: str) -> list[str]:
+    """What changed between two versions of a layer's hooks, one line each."""
+    before, after = {h.name: h for h in old}, {h.name: h for h in new}
+    lines = [f"+ {layer} hook {n} ({after[n].kind}, {after[n].shown})"
+             for n in after if n not in before]
+    lines += [f"- {layer} hook {n}" for n in before if n not in after]
+    for name in after:
+        if name in before and before[name].version != after[name].version:
+            lines += _hook_diff(before[name], after[name])
+    kept = [n for n in after if n in before]
+    if kept != [n for n in before if n in after]:
+        lines.append(f"order of {layer} hooks: {', '.join(after)}")
+    return lines
+
+
+def _hook_diff(old: HookSpec, new: HookSpec) -> list[str]:
+    lines = [f"~ {new.name} {old.version} -> {new.version}"]
+    was, now = old.config.model_dump(mode="json"), new.config.model_dump(mode="json")
+    for key in now:
+        if key != "tests" and was.get(key) != now.get(key):
+            lines.append(f"    {key}: {_short(was.get(key))} -> {_short(now.get(key))}")
+    if was.get("tests") != now.get("tests"):
+        lines.append("    tests changed")
+    if old.script_text != new.script_text:
+        lines.append(f"    script {show(new.script_path) if new.script_path else ''} changed")
+    return lines
+
+
+def _short(value: Any, limit: int = 70) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- the reloader --------------------------------------------------------------------------------
+
+
+class Reloader:
+    """Rebuilds and swaps an engine's agents when their files change; one per engine.
+
+    Reloads are serialized; evaluations never wait for one (they take the pipeline that is
+    live when they start).
+    """
+
+    def __init__(self, engine: Engine, *, debounce_ms: int = 400, step_ms: int = 30) -> None:
+        self.engine = engine
+        self.root = engine.project.root
+        self.specs: dict[str, AgentSpec] = dict(engine.project.agents)
+        self.host_specs = tuple(engine.project.host_hooks)
+        self.settings = engine.project.settings
+        self.debounce_ms, self.step_ms = debounce_ms, step_ms
+        every = [*self.host_specs, *(h for a in self.specs.values() for h in a.hooks)]
+        self.tested = {s.path: _test_key(s) for s in every}
+        started = now_iso()
+        self.states = {name: AgentState(started) for name in self.specs}
+        self.retired: list[tuple[Agent, Pipeline]] = []
+        self._closed_hooks: set[int] = set()
+        self._lock = threading.RLock()
+        self._listeners: list[Callable[[ReloadEvent], None]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- reloading ------------------------------------------------------------------------------
+
+    def reload_agent(self, name: str, files: tuple[str, ...] = ()) -> ReloadEvent:
+        """Re-read, rebuild and test agent ``name``; swap it in if all is well."""
+        with self._lock:
+            return self._publish(self._rebuild(name, files))
+
+    def reload_host(self, files: tuple[str, ...] = ()) -> list[ReloadEvent]:
+        """Re-read the host layer (engine.yaml, config/hooks); rebuild every agent with it."""
+        with self._lock:
+            engine_yaml = self.root / "engine.yaml"
+            try:
+                settings, specs = _stable(engine_yaml, lambda: _read_host(self.root),
+                                          lambda r: list(r[1]))
+                slots = self._build(specs, "host", self.engine.host_slots)
+                self._test(specs, slots)
+            except Exception as exc:  # noqa: BLE001 - the reload edge: report, keep last good
+                problems = _problems(exc, engine_yaml)
+                return [self._publish(self._refused(n, problems, files))
+                        for n in self.engine.agents]
+            notes = describe(self.host_specs, specs, "host") + self._settings_note(settings)
+            self.host_specs, self.engine.host_slots = specs, slots
+            self.engine.project = dataclasses.replace(self.engine.project, host_hooks=specs)
+            return [self._publish(self._rebuild(n, files, notes)) for n in self.engine.agents]
+
+    def _settings_note(self, settings: Any) -> list[str]:
+        keep = {"hooks", "hook_files", "records"}
+        was, now = self.settings.model_dump(exclude=keep), settings.model_dump(exclude=keep)
+        if was == now:
+            return []
+        changed = ", ".join(k for k in now if was.get(k) != now.get(k))
+        return [f"engine.yaml: {changed} take effect on restart"]
+
+    def _rebuild(self, name: str, files: tuple[str, ...], notes: list[str] | None = None
+                 ) -> ReloadEvent:
+        agent = self.engine.agent(name)
+        current = agent.pipeline
+        owner = self.root / "agents" / name / "agent.yaml"
+        try:
+            spec = _stable(owner, lambda: load_agent(self.root, name, self.host_specs),
+                           lambda s: list(s.hooks))
+            if self._same(spec, current):
+                self._test(spec.hooks, None)
+                return ReloadEvent(name, True, current.generation, now_iso(), files=files)
+            slots = self._build(spec.hooks, "agent", current.slots)
+            self._test(spec.hooks, slots)
+        except Exception as exc:  # noqa: BLE001 - the reload edge: report, keep last good
+            return self._refused(name, _problems(exc, owner), files)
+        changes = (notes or []) + describe(self.specs[name].hooks, spec.hooks, "agent")
+        records = spec.config.records or self.engine.settings.records
+        pipeline = Pipeline(name, slots + self.engine.host_slots, self._next_generation(),
+                            records)
+        self.retired.append((agent, agent.swap(pipeline)))
+        self.specs[name] = spec
+        self.engine.project = dataclasses.replace(
+            self.engine.project, agents={**self.engine.project.agents, name: spec})
+        self.sweep()
+        return ReloadEvent(name, True, pipeline.generation, now_iso(), True,
+                           tuple(changes) or ("agent.yaml changed",), (), files)
+
+    def _same(self, spec: AgentSpec, current: Pipeline) -> bool:
+        """Nothing to swap: same agent.yaml, same hook versions, the live host layer."""
+        old = self.specs[spec.name]
+        host = tuple(s for s in current.slots if s.layer == "host")
+        return (spec.config == old.config and host == self.engine.host_slots
+                and [_slot_key(h) for h in spec.hooks] == [_slot_key(h) for h in old.hooks])
+
+    def _build(self, specs: tuple[HookSpec, ...], layer: str, current: tuple[Slot, ...]
+               ) -> tuple[Slot, ...]:
+        """The layer's slots: unchanged hooks reused, the others built (ConfigError if not)."""
+        reuse = {_slot_key(s.hook): s for s in current if s.layer == layer}
+        fresh = iter(self.engine.build_slots([s for s in specs if _slot_key(s) not in reuse],
+                                             layer))
+        return tuple(reuse.get(_slot_key(s)) or next(fresh) for s in specs)
+
+    def _test(self, specs: tuple[HookSpec, ...], slots: tuple[Slot, ...] | None) -> None:
+        """Run the YAML tests of hooks whose version or tests changed; ConfigError on failure
+        (the new slots that are not live are closed)."""
+        changed = [s for s in specs if self.tested.get(s.path) != _test_key(s)]
+        report = run_hooks(changed, self.engine.env)
+        if not report.ok:
+            if slots is not None:
+                self._close_unused(slots)
+            raise ConfigError(as_problems(report))
+        self.tested.update({s.path: _test_key(s) for s in changed})
+
+    def _refused(self, name: str, problems: list[Problem], files: tuple[str, ...]) -> ReloadEvent:
+        generation = self.engine.agent(name).pipeline.generation
+        return ReloadEvent(name, False, generation, now_iso(), problems=tuple(problems),
+                           files=files)
+
+    def _next_generation(self) -> int:
+        self.engine.generation += 1
+        return self.engine.generation
+
+    def _publish(self, event: ReloadEvent) -> ReloadEvent:
+        state = self.states.setdefault(event.agent, AgentState(event.time))
+        if event.ok:
+            state.error = None
+            if event.swapped:
+                state.loaded_at, state.reloads = event.time, state.reloads + 1
+                log.info("%s", "\n".join(event.lines()))
+        else:
+            state.error = state.last_error = event
+            log.error("%s", "\n".join(event.lines()))
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                log.exception("reload listener failed")
+        return event
+
+    def subscribe(self, listener: Callable[[ReloadEvent], None]) -> Callable[[], None]:
+        """Call ``listener`` after every reload attempt; returns the function that unsubscribes."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    # -- closing replaced hooks -----------------------------------------------------------------
+
+    def _live_hooks(self) -> set[int]:
+        slots = [*self.engine.host_slots]
+        for name in self.engine.agents:
+            slots += self.engine.agent(name).pipeline.slots
+        return {id(s.hook) for s in slots}
+
+    def sweep(self) -> None:
+        """Close the hooks of replaced pipelines that no evaluation runs on any more."""
+        with self._lock:
+            busy = [(a, p) for a, p in self.retired if a.in_use(p)]
+            done = [p for a, p in self.retired if (a, p) not in busy]
+            self.retired = busy
+            keep = self._live_hooks() | {id(s.hook) for _, p in busy for s in p.slots}
+            for pipeline in done:
+                self._close_unused(pipeline.slots, keep)
+
+    def _close_unused(self, slots: tuple[Slot, ...], keep: set[int] | None = None) -> None:
+        keep = self._live_hooks() if keep is None else keep
+        for slot in slots:
+            if id(slot.hook) in keep or id(slot.hook) in self._closed_hooks:
+                continue
+            self._closed_hooks.add(id(slot.hook))
+            try:
+                slot.hook.close()
+            except Exception:
+                log.exception("closing hook %s failed", slot.hook.name)
+
+    # -- status ---------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """JSON data: whether files are watched, and per agent its generation, last (re)load,
+        hook versions, and the reload error if the latest attempt was refused."""
+        agents = {}
+        for name in self.engine.agents:
+            pipeline, state = self.engine.agent(name).pipeline, self.states[name]
+            agents[name] = {
+                "generation": pipeline.generation, "loaded_at": state.loaded_at,
+                "reloads": state.reloads,
+                "hooks": {s.hook.name: s.hook.version for s in pipeline.slots},
+                "error": _error_data(state.error),
+                "last_error": _error_data(state.last_error),
+            }
+        return {"watching": self.watching, "generation": self.engine.generation,
+                "agents": agents}
+
+    # -- watching -------------------------------------------------------------------------------
+
+    @property
+    def watching(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def watched_files(self) -> dict[Path, str | None]:
+        """Every file that matters, mapped to its agent (None: the host layer, every agent)."""
+        found: dict[Path, str | None] = {}
+        for name, spec in self.specs.items():
+            files = set(spec.files) | _files_of(spec.hooks) | _wanted(spec.folder,
+                                                                       spec.folder / "agent.yaml")
+            found.update(dict.fromkeys(files, name))
+        host = _files_of(self.host_specs) | _wanted(self.root, self.root / "engine.yaml")
+        found.update(dict.fromkeys(host, None))
+        return found
+
+    def watched_dirs(self) -> set[Path]:
+        return {p.parent for p in self.watched_files() if p.parent.is_dir()}
+
+    def start(self) -> None:
+        """Watch the files in a background thread; returns once the watcher is live."""
+        self._stop.clear()
+        self._open()
+
+    def _open(self) -> None:
+        import watchfiles
+
+        dirs = self.watched_dirs()
+        changes = watchfiles.watch(
+            *sorted(dirs), watch_filter=None, debounce=self.debounce_ms, step=self.step_ms,
+            stop_event=self._stop, rust_timeout=100, yield_on_timeout=True, recursive=False)
+        try:
+            first = next(changes)  # returns once the OS watcher is set up (or after 100 ms)
+        except StopIteration:
+            return
+        self._thread = threading.Thread(target=self._watch, args=(changes, first, dirs),
+                                        name="hookengine-reload", daemon=True)
+        self._thread.start()
+
+    def _watch(self, changes: Generator[set[tuple[Any, str]], None, None],
+               first: set[tuple[Any, str]], dirs: set[Path]) -> None:
+        batch = first
+        while True:
+            try:
+                self.handle({Path(p) for _, p in batch})
+                self.sweep()
+            except Exception:
+                log.exception("reload failed")
+            if self.watched_dirs() != dirs and not self._stop.is_set():
+                changes.close()  # the set of folders changed (a hook moved): watch the new set
+                self._open()
+                self.handle(set(self.watched_files()))  # catch up on what the gap missed
+                return
+            try:
+                batch = next(changes)
+            except StopIteration:
+                return
+
+    def handle(self, paths: set[Path]) -> list[ReloadEvent]:
+        """Reload what ``paths`` (changed files) touch: the host layer (and so every agent), or
+        only the agents they belong to."""
+        relevant = {p for p in paths if p.suffix in WATCHED_SUFFIXES}
+        if not relevant:
+            return []
+        owners = self.watched_files()
+        touched = {owners[p] for p in relevant if p in owners}
+        files = tuple(sorted(show(p) for p in relevant if p in owners))
+        if None in touched:
+            return self.reload_host(files)
+        return [self.reload_agent(n, files) for n in sorted(t for t in touched if t)]
+
+    def close(self) -> None:
+        """Stop watching and close every replaced pipeline's hooks (the engine is closing)."""
+        self._stop.set()
+        joined = None
+        while self._thread is not None and self._thread is not joined:
+            joined = self._thread  # a restart may have swapped in a new thread meanwhile
+            if joined is not threading.current_thread():
+                joined.join(timeout=10)
+        with self._lock:
+            retired, self.retired = self.retired, []
+            keep = self._live_hooks()
+            for _, pipeline in retired:
+                self._close_unused(pipeline.slots, keep)
+
+
+def _error_data(event: ReloadEvent | None) -> dict[str, Any] | None:
+    if event is None:
+        return None
+    first = event.problems[0] if event.problems else None
+    return {"time": event.time, "file": first.path if first else None,
+            "line": first.line if first else None,
+            "message": str(first) if first else "reload failed",
+            "problems": [str(p) for p in event.problems]}
+
+
+def _problems(exc: Exception, owner: Path) -> list[Problem]:
+    if isinstance(exc, ConfigError):
+        return exc.problems
+    return [Problem(show(owner), None, None, f"{type(exc).__name__}: {exc}")]
+
+
+__all__ = ["AgentState", "ReloadEvent", "Reloader", "describe"]
