@@ -18,7 +18,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from dataclasses import dataclass, field, fields
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from engine.errors import PluginError
 from engine.points import ACCEPTED, Message, Point
@@ -27,27 +29,22 @@ ADD_UP = ("notice", "sections", "append")
 REPLACE = ("question", "instruction", "tools", "input", "answer", "result")
 
 
-def _as_list(value: Any) -> Any:
-    return [value] if isinstance(value, str) else value
-
-
-class Change(BaseModel):
+@dataclass(frozen=True, slots=True)
+class Change:
     """A hook's answer at one point; every field optional, ``None`` meaning "no change"."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     block: str | None = None
     """Refuse: the reason shown to the user or the model. The first block ends the chain."""
     messages: list[dict[str, Any]] | None = None
     """before_user_message: messages to inject (add up). before_call: the whole list (replace)."""
-    notice: list[str] = Field(default_factory=list)
+    notice: list[str] = field(default_factory=list)
     """Short notes for the UI (add up). A single string is taken as a list of one."""
     answer: str | None = None
     """before_user_message: the turn's answer (LLM skipped).
     before_assistant_message: the new answer."""
     question: str | None = None
     """Rewrite the user's message."""
-    sections: list[str] = Field(default_factory=list)
+    sections: list[str] = field(default_factory=list)
     """Sections added to the instruction (add up)."""
     instruction: str | None = None
     """Replace the instruction."""
@@ -59,23 +56,42 @@ class Change(BaseModel):
     """Replace the tool's input."""
     result: Any = None
     """Replace the tool's result (e.g. redaction)."""
-    append: list[str] = Field(default_factory=list)
+    append: list[str] = field(default_factory=list)
     """Text appended to the answer (add up)."""
 
-    @field_validator("notice", "sections", "append", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return _as_list(value)
-
     def is_empty(self) -> bool:
-        return self is EMPTY or self.__dict__ == EMPTY.__dict__
+        return self is EMPTY or self == EMPTY
 
     def as_data(self) -> dict[str, Any]:
         """The change as JSON data with only the fields it sets."""
-        return self.model_dump(mode="json", exclude_defaults=True)
+        return {name: value for name in FIELDS if (value := getattr(self, name)) not in (None, [])}
 
 
 EMPTY = Change()
+FIELDS = tuple(f.name for f in fields(Change))
+
+
+_FIELD_TYPES: dict[str, Any] = {
+    "block": str, "messages": list[dict[str, Any]], "notice": list[str], "answer": str,
+    "question": str, "sections": list[str], "instruction": str, "tools": list[Any],
+    "settings": dict[str, Any], "input": dict[str, Any], "result": Any, "append": list[str],
+}
+# one strict validator per field: a change is checked field by field, only the fields it sets
+_CHECKS = {name: TypeAdapter(tp, config=ConfigDict(strict=True)).validate_python
+           for name, tp in _FIELD_TYPES.items()}
+
+
+def _validate(data: dict[str, Any], hook: str, point: Point) -> Change:
+    checked = {}
+    for name, value in data.items():
+        try:
+            checked[name] = _CHECKS[name](value)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in (name, *err["loc"]))
+            raise PluginError(f"hook {hook!r} at {point}: {where}: {err['msg']}",
+                              hook=hook, point=point, field=name) from exc
+    return Change(**checked)
 
 
 def parse_change(
@@ -90,7 +106,7 @@ def parse_change(
     if data is None:
         return EMPTY
     if isinstance(data, Change):
-        data = data.model_dump(exclude_unset=True)
+        return data
     if not isinstance(data, dict):
         raise PluginError(
             f"hook {hook!r} at {point}: a change must be a mapping or null, "
@@ -104,19 +120,12 @@ def parse_change(
                 f"hook {hook!r} at {point}: field {field!r} is not accepted here; "
                 f"{point} takes {takes}", hook=hook, point=point, field=str(field),
             )
-    data = {k: v for k, v in data.items() if v is not None}
+    data = {k: [v] if k in ADD_UP and isinstance(v, str) else v
+            for k, v in data.items() if v is not None}
     if point is Point.BEFORE_USER_MESSAGE and "messages" in data:
         data["messages"] = [_message(m, hook, point) for m in data["messages"]] \
             if isinstance(data["messages"], list) else data["messages"]
-    try:
-        change = Change.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise PluginError(
-            f"hook {hook!r} at {point}: {field}: {err['msg']}",
-            hook=hook, point=point, field=str(err["loc"][0]),
-        ) from exc
+    change = _validate(data, hook, point)
     if change.tools is not None and event is not None:
         _check_subset(change.tools, event.get("tools", []), hook, point)
     return change
@@ -158,18 +167,18 @@ def merge(point: Point, first: Change, second: Change) -> Change:
         return first
     if first.is_empty():
         return second
-    fields: dict[str, Any] = {"block": second.block}
+    out: dict[str, Any] = {"block": second.block}
     for name in REPLACE:
         later = getattr(second, name)
-        fields[name] = later if later is not None else getattr(first, name)
+        out[name] = later if later is not None else getattr(first, name)
     for name in ADD_UP:
-        fields[name] = [*getattr(first, name), *getattr(second, name)]
+        out[name] = [*getattr(first, name), *getattr(second, name)]
     if second.answer is not None:
-        fields["append"] = list(second.append)
+        out["append"] = list(second.append)
     if first.settings is not None or second.settings is not None:
-        fields["settings"] = {**(first.settings or {}), **(second.settings or {})}
-    fields["messages"] = _merge_messages(point, first.messages, second.messages)
-    return Change.model_construct(**fields)
+        out["settings"] = {**(first.settings or {}), **(second.settings or {})}
+    out["messages"] = _merge_messages(point, first.messages, second.messages)
+    return Change(**out)
 
 
 def _merge_messages(point: Point, first: Any, second: Any) -> Any:
@@ -179,21 +188,25 @@ def _merge_messages(point: Point, first: Any, second: Any) -> Any:
 
 
 def apply(point: Point, event: dict[str, Any], change: Change) -> dict[str, Any]:
-    """The event as a later hook sees it once ``change`` is applied (a new dict)."""
-    if change.is_empty():
-        return event
-    seen = copy.deepcopy(event)
-    for name in ("question", "instruction", "tools", "input", "result", "settings"):
+    """The event as a later hook sees it once ``change`` is applied (a new dict).
+
+    The copy is shallow: hooks get the event read-only (scripts get a JSON copy in their
+    worker), and replaced values are copied from the change.
+    """
+    updates: dict[str, Any] = {}
+    for name in VIEW_FIELDS:
         value = getattr(change, name)
-        if value is None or name not in seen:
-            continue
-        seen[name] = {**seen[name], **value} if name == "settings" else copy.deepcopy(value)
+        if value is not None and name in event:
+            updates[name] = {**event[name], **value} if name == "settings" else copy.deepcopy(value)
     if point is Point.BEFORE_CALL and change.messages is not None:
-        seen["messages"] = copy.deepcopy(change.messages)
-    if point is Point.BEFORE_ASSISTANT_MESSAGE:
-        base = change.answer if change.answer is not None else seen["answer"]
-        seen["answer"] = join_answer(base, change.append)
-    return seen
+        updates["messages"] = copy.deepcopy(change.messages)
+    if point is Point.BEFORE_ASSISTANT_MESSAGE and (change.answer is not None or change.append):
+        base = change.answer if change.answer is not None else event["answer"]
+        updates["answer"] = join_answer(base, change.append)
+    return {**event, **updates} if updates else event
+
+
+VIEW_FIELDS = ("question", "instruction", "tools", "input", "result", "settings")
 
 
 def join_answer(answer: str, appended: list[str]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -61,12 +62,12 @@ class Outcome:
     def to_dict(self) -> dict[str, Any]:
         """The outcome as JSON data."""
         data = asdict(self)
-        data["hooks"] = [h.model_dump(mode="json") for h in self.hooks]
+        data["hooks"] = [h.to_dict() for h in self.hooks]
         return data
 
     def decision(self) -> dict[str, Any]:
         """What the outcome decided, without timings or ids: replay compares these."""
         keys = ("blocked", "reason", "answer", "question", "messages", "notices", "sections",
                 "instruction", "tools", "settings", "input", "result", "appended")
-        data = asdict(self)
-        return {k: data[k] for k in keys}
+        # shallow copies: the host owns the outcome and may change its lists afterwards
+        return {k: copy.copy(getattr(self, k)) for k in keys}

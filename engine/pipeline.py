@@ -161,10 +161,9 @@ def _refusal(point: Point, hook: Hook, error: _Failure) -> tuple[str, Change] | 
 
 def _run_of(slot: Slot, status: str, elapsed: float, ctx: HookContext | None = None) -> HookRun:
     hook = slot.hook
-    return HookRun.model_construct(
-        name=hook.name, kind=hook.kind, version=hook.version, mode=hook.mode.value,
-        layer=slot.layer, status=status, duration_ms=round(elapsed, 4), change=None, error=None,
-        cause=None, logs=ctx.logs if ctx else [], extras=ctx.extras if ctx else {},
+    return HookRun(
+        hook.name, hook.kind, hook.version, hook.mode.value, slot.layer, status,
+        round(elapsed, 4), logs=ctx.logs if ctx else [], extras=ctx.extras if ctx else {},
     )
 
 

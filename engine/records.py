@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import copy
 import logging
-import queue
 import threading
 from typing import Any
 
@@ -14,7 +14,6 @@ from engine.store import Record, Store
 log = logging.getLogger("engine.records")
 
 MASK = "***"
-_STOP = object()
 
 
 def mask_fields(record: dict[str, Any], paths: list[str]) -> dict[str, Any]:
@@ -42,45 +41,55 @@ def _mask(node: Any, parts: list[str]) -> None:
 class RecordWriter:
     """Writes records in batches from a background thread.
 
-    ``submit`` never blocks the caller for I/O; ``flush`` waits until everything submitted is
-    written; ``close`` flushes and stops (the engine calls it on close and at exit).
+    ``submit`` only appends to a buffer: it neither blocks on I/O nor wakes the writer for
+    each record (a wake-up per record costs more than the write). The writer drains the
+    buffer every ``interval`` seconds, or at once when ``batch`` records are waiting.
+    ``flush`` waits until everything submitted is written; ``close`` flushes and stops (the
+    engine calls it on close and at exit).
     """
 
-    def __init__(self, store: Store, *, retention: int = 0, batch: int = 200) -> None:
+    def __init__(self, store: Store, *, retention: int = 0, batch: int = 500,
+                 interval: float = 0.05) -> None:
         self.store = store
         self.retention = retention
         self.batch = batch
+        self.interval = interval
         self.written = 0
         self.errors = 0
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=100_000)
-        self._pending = 0
-        self._cond = threading.Condition()
+        self._buffer: collections.deque[tuple[Record, list[str]]] = collections.deque()
+        self._submitted = 0
+        self._done = 0
+        self._count_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = False
+        self._drained = threading.Condition()
         self._thread = threading.Thread(target=self._loop, name="hookengine-records",
                                         daemon=True)
         self._thread.start()
 
     def submit(self, record: Record, mask: list[str] | None = None) -> None:
-        with self._cond:
-            self._pending += 1
-        self._queue.put((record, mask or []))
+        with self._count_lock:  # uncontended almost always: far cheaper than a wake-up
+            self._submitted += 1
+            self._buffer.append((record, mask or []))
+        if len(self._buffer) >= self.batch:
+            self._wake.set()
 
     def _loop(self) -> None:
         while True:
-            item = self._queue.get()
-            items = [item]
-            while len(items) < self.batch:
-                try:
-                    items.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            stop = any(i is _STOP for i in items)
-            self._write([i for i in items if i is not _STOP])
-            if stop:
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            self._drain()
+            if self._stop and not self._buffer:
                 return
 
+    def _drain(self) -> None:
+        while self._buffer:
+            items = []
+            while self._buffer and len(items) < self.batch:
+                items.append(self._buffer.popleft())
+            self._write(items)
+
     def _write(self, items: list[tuple[Record, list[str]]]) -> None:
-        if not items:
-            return
         try:
             records = [self._masked(r, m) for r, m in items]
             self.store.add_records(records)
@@ -91,9 +100,9 @@ class RecordWriter:
             self.errors += len(items)
             log.error("could not write %d records: %s", len(items), exc)
         finally:
-            with self._cond:
-                self._pending -= len(items)
-                self._cond.notify_all()
+            with self._drained:
+                self._done += len(items)
+                self._drained.notify_all()
 
     @staticmethod
     def _masked(record: Record, mask: list[str]) -> Record:
@@ -103,11 +112,15 @@ class RecordWriter:
         return Record.model_validate(data)
 
     def flush(self, timeout: float | None = 30.0) -> bool:
-        """Wait until every submitted record is written (or ``timeout``); True if drained."""
-        with self._cond:
-            return self._cond.wait_for(lambda: self._pending == 0, timeout=timeout)
+        """Wait until every record submitted so far is written (or ``timeout``)."""
+        with self._count_lock:
+            target = self._submitted
+        self._wake.set()
+        with self._drained:
+            return self._drained.wait_for(lambda: self._done >= target, timeout=timeout)
 
     def close(self) -> None:
         if self._thread.is_alive():
-            self._queue.put(_STOP)
+            self._stop = True
+            self._wake.set()
             self._thread.join(timeout=30)

@@ -19,29 +19,14 @@ class SpecHook:
     config: Any
     points: ClassVar[frozenset[Point]] = frozenset()
 
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def kind(self) -> str:
-        return self.spec.kind
-
-    @property
-    def version(self) -> str:
-        return self.spec.version
-
-    @property
-    def on_error(self) -> OnError:
-        return self.config.effective_on_error  # type: ignore[no-any-return]
-
-    @property
-    def mode(self) -> Mode:
-        return self.config.mode  # type: ignore[no-any-return]
-
-    @property
-    def source(self) -> Path:
-        return self.spec.path
+    def __post_init__(self) -> None:
+        # plain attributes, not properties: the pipeline reads them on every call
+        self.name: str = self.spec.name
+        self.kind: str = self.spec.kind
+        self.version: str = self.spec.version
+        self.on_error: OnError = self.config.effective_on_error
+        self.mode: Mode = self.config.mode
+        self.source: Path = self.spec.path
 
     def close(self) -> None:
         return None

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import asdict, dataclass, field
+
+from pydantic import BaseModel, ConfigDict
 
 
-class HookRun(BaseModel):
-    """One hook's part in an evaluation."""
-
-    model_config = ConfigDict(extra="forbid")
+@dataclass(slots=True)
+class HookRun:
+    """One hook's part in an evaluation (a plain dataclass: one is made per hook per call)."""
 
     name: str
     kind: str
@@ -18,15 +19,19 @@ class HookRun(BaseModel):
     mode: str = "enforce"
     layer: str = "agent"
     """``agent`` or ``host`` (the host layer runs after the agent's hooks)."""
-    status: str
+    status: str = "decided"
     """``decided`` (ran, change or none), ``failed``, or ``skipped`` (after a block)."""
     duration_ms: float = 0.0
     change: dict[str, Any] | None = None
     error: str | None = None
     cause: str | None = None
-    """For failures: ``error``, ``timeout``, ``memory``, ``invalid_result``, ``crashed``, ``plugin``."""
-    logs: list[str] = Field(default_factory=list)
-    extras: dict[str, Any] = Field(default_factory=dict)
+    """For failures: ``error``, ``timeout``, ``memory``, ``invalid_result``, ``crashed``,
+    ``plugin``."""
+    logs: list[str] = field(default_factory=list)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 class Record(BaseModel):
