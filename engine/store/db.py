@@ -63,12 +63,16 @@ class Database:
             if self.is_sqlite:
                 sa.event.listen(self.engine, "connect", _sqlite_connect)
                 sa.event.listen(self.engine, "begin", _sqlite_begin)
-            self.migrated_from = self._write(self._migrate)
-        except SQLAlchemyError as exc:
+            with self.engine.connect() as conn:
+                conn.execution_options(**{_WRITE: True})
+                with conn.begin():
+                    self.migrated_from = self._migrate(conn)
+        except (SQLAlchemyError, StoreError) as exc:
+            if hasattr(self, "engine"):
+                self.engine.dispose()
+            if isinstance(exc, StoreError):
+                raise
             raise StoreError(f"cannot open store {self.display_url}: {exc}") from exc
-        except StoreError:
-            self.engine.dispose()
-            raise
 
     @property
     def display_url(self) -> str:

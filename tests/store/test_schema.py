@@ -1,0 +1,86 @@
+"""Schema versions: a new store is created at the current version, an older one is migrated
+forward with its data kept, a newer one is refused; errors are StoreError."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from engine.errors import StoreError
+from engine.store import MemoryUpdate, NewFact, open_store
+from engine.store.db import to_url
+from engine.store.schema import MIGRATIONS, SCHEMA_VERSION, meta_table, records_table
+
+
+def version_of(url: str) -> int:
+    engine = sa.create_engine(to_url(url))
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.select(meta_table.c.value)).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def make_v1_store(url: str) -> None:
+    """A store as engine version 1 left it: records and script state, one record in it."""
+    engine = sa.create_engine(to_url(url))
+    try:
+        with engine.begin() as conn:
+            meta_table.create(conn)
+            for table in MIGRATIONS[1]:
+                table.create(conn)
+            conn.execute(meta_table.insert().values(key="schema_version", value="1"))
+            conn.execute(records_table.insert().values(
+                id="r1", time="t", agent="a", point="after_turn", scope_key="user:u1",
+                generation=0, data="{}"))
+    finally:
+        engine.dispose()
+
+
+def test_a_new_store_is_at_the_current_version(db_url: str) -> None:
+    store = open_store(db_url)
+    store.close()
+    assert version_of(db_url) == SCHEMA_VERSION == 2
+
+
+def test_an_older_store_is_migrated_forward_keeping_its_data(db_url: str) -> None:
+    make_v1_store(db_url)
+    store = open_store(db_url)
+    try:
+        assert store.migrated_from == 1  # type: ignore[attr-defined]
+        store.memory_apply("user:u1", MemoryUpdate("t", facts=(
+            NewFact("The user likes tea", frozenset({"tea"})),)))
+        assert len(store.memory_facts("user:u1")) == 1
+        with store.engine.connect() as conn:  # type: ignore[attr-defined]
+            assert conn.execute(sa.select(records_table.c.id)).scalars().all() == ["r1"]
+    finally:
+        store.close()
+    assert version_of(db_url) == SCHEMA_VERSION
+    reopened = open_store(db_url)
+    assert reopened.migrated_from == SCHEMA_VERSION  # type: ignore[attr-defined]
+    reopened.close()
+
+
+def test_a_newer_store_is_refused(db_url: str) -> None:
+    open_store(db_url).close()
+    engine = sa.create_engine(to_url(db_url))
+    with engine.begin() as conn:
+        conn.execute(meta_table.update().values(value=str(SCHEMA_VERSION + 1)))
+    engine.dispose()
+    with pytest.raises(StoreError, match="newer than this engine"):
+        open_store(db_url)
+
+
+def test_an_unreachable_database_is_a_store_error() -> None:
+    with pytest.raises(StoreError, match="cannot open store"):
+        open_store("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
+
+
+def test_a_failed_write_is_a_store_error_with_the_cause_kept(db_url: str) -> None:
+    store = open_store(db_url)
+    try:
+        with pytest.raises(StoreError) as info:
+            store._write(lambda conn: conn.execute(sa.text("SELECT * FROM no_such_table")))  # type: ignore[attr-defined]
+        assert isinstance(info.value.__cause__, sa.exc.SQLAlchemyError)
+    finally:
+        store.close()
