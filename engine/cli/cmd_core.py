@@ -11,6 +11,7 @@ from engine.cli.common import EXIT_OK, print_json
 from engine.cli.render import short
 from engine.config import load_engine_settings
 from engine.errors import ConfigError
+from engine.replay import shadow_text
 from engine.runtime import Engine
 from engine.store import RecordQuery, open_store
 
@@ -99,6 +100,8 @@ def records(args: argparse.Namespace) -> int:
         decided = r.outcome
         if decided.get("blocked"):
             print(f"    => BLOCKED: {decided.get('reason')}")
+        for entry in decided.get("shadow") or []:
+            print(f"    => shadow: {shadow_text(entry)}")
     if not found:
         print("no records match")
     return EXIT_OK

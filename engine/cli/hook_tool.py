@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.cli.common import EXIT_OK, UsageError, print_json, run_main
+from engine.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json, run_main
 from engine.cli.render import outcome_lines
 from engine.config import find_config_root, load_engine_settings, load_hook_file
 from engine.config.loader import AgentSpec, ProjectConfig
@@ -25,6 +25,7 @@ VERBS = {
     "tool": (2, "run tool_call with NAME and a JSON object of input"),
     "result": (3, "run tool_result with NAME, JSON input and a JSON result"),
     "feedback": (2, "run feedback with TURN_ID and like|dislike"),
+    "test": (0, "run the hook's YAML tests (tests: and <name>.test.yaml); exit 1 on failure"),
 }
 
 
@@ -67,6 +68,8 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.hook}: hook file not found")
     if args.verb == "info":
         return _info(path, args)
+    if args.verb == "test":
+        return _test(path, args)
     with load_engine(path, agent=args.agent, db=args.db, live=args.live) as engine:
         outcomes = _evaluate(engine.agent(args.agent), args)
         engine.flush()
@@ -129,6 +132,15 @@ def _evaluate(agent: Agent, args: argparse.Namespace) -> list[Outcome]:
     if a[1] not in ("like", "dislike"):
         raise UsageError("feedback rating must be like or dislike")
     return [agent.feedback(a[0], a[1], **scope)]
+
+
+def _test(path: Path, args: argparse.Namespace) -> int:
+    from engine.yamltests import report_lines, run_hooks
+
+    with load_engine(path, agent=args.agent, db=":memory:", live=args.live) as engine:
+        report = run_hooks(engine.project.agents[args.agent].hooks, engine.env)
+    print("\n".join(report_lines(report)))
+    return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def _info(path: Path, args: argparse.Namespace) -> int:

@@ -1,0 +1,198 @@
+"""``hookengine test``, ``replay``, ``explain``, ``dev`` and ``status``: operating hooks safely."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from engine.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json
+from engine.config import agent_names, load_project
+from engine.errors import ConfigError
+from engine.points import Point
+from engine.runtime import Engine
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("test", help="run every YAML test of every hook (pytest-like output)")
+    p.add_argument("config", nargs="?", default="config", help="config folder (default: config)")
+    p.add_argument("--live", action="store_true", help="use the configured LLM provider")
+    p.set_defaults(func=test)
+
+    p = sub.add_parser("replay", help="re-evaluate recorded events through the current hooks "
+                                      "and show every decision that differs")
+    p.add_argument("--config", default="config", help="config folder (default: config)")
+    p.add_argument("--db", help="read records from this store instead of engine.yaml's")
+    p.add_argument("--agent")
+    p.add_argument("--point", choices=[pt.value for pt in Point])
+    p.add_argument("--since", help="ISO time, inclusive")
+    p.add_argument("--limit", type=int, default=10_000, help="newest N records (default 10000)")
+    p.add_argument("--show", type=int, default=50, help="differences to print (default 50)")
+    p.add_argument("--progress", action="store_true", help="progress bar even without a tty")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=replay)
+
+    p = sub.add_parser("explain", help="the effective order of an agent's hooks per point")
+    p.add_argument("--config", default="config", help="config folder (default: config)")
+    p.add_argument("--agent", required=True)
+    p.add_argument("--point", choices=[pt.value for pt in Point])
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=explain)
+
+    p = sub.add_parser("dev", help="talk to an agent interactively; reloads on save")
+    p.add_argument("--config", default="config", help="config folder (default: config)")
+    p.add_argument("--agent", required=True)
+    p.add_argument("--db", help="store for records and state (default: engine.yaml's)")
+    p.set_defaults(func=dev)
+
+    p = sub.add_parser("status", help="per agent: generation, last reload, last error")
+    p.add_argument("config", nargs="?", default="config", help="config folder (default: config)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=status)
+
+
+# -- test ------------------------------------------------------------------------------------
+
+
+def test(args: argparse.Namespace) -> int:
+    """Run every hook's tests; exit 1 if one fails, 2 if the config is invalid."""
+    from engine.yamltests import project_hooks, report_lines, run_hooks
+
+    with Engine.load(args.config, records=False, db=":memory:", live=args.live) as engine:
+        report = run_hooks(project_hooks(engine.project), engine.env)
+    print("\n".join(report_lines(report)))
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+# -- replay ----------------------------------------------------------------------------------
+
+
+def replay(args: argparse.Namespace) -> int:
+    """Replay recorded events; exit 0 (differences are findings, not errors)."""
+    from engine.replay import load_records, report_lines
+    from engine.replay import replay as run_replay
+
+    with Engine.load(args.config, records=False, db=args.db) as engine:
+        records = load_records(engine, agent=args.agent, point=args.point, since=args.since,
+                               limit=args.limit)
+        show_bar = args.progress or sys.stderr.isatty()
+        report = run_replay(engine, records, progress_bar() if show_bar else None)
+    if args.json:
+        print_json(_replay_data(report))
+    else:
+        print("\n".join(report_lines(report, limit=args.show)))
+    return EXIT_OK
+
+
+def progress_bar(width: int = 30) -> Any:
+    """A progress callback drawing ``[#####.....] done/total`` on stderr."""
+
+    def draw(done: int, total: int) -> None:
+        if done != total and done % max(1, total // 200):
+            return  # about 200 redraws whatever the total
+        filled = width * done // max(total, 1)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return draw
+
+
+def _replay_data(report: Any) -> dict[str, Any]:
+    return {
+        "total": report.total, "same": report.same, "skipped": report.skipped,
+        "kinds": dict(report.kinds), "shadow_before": dict(report.shadow_before),
+        "shadow_after": dict(report.shadow_after),
+        "differences": [{"id": d.record.id, "time": d.record.time, "agent": d.record.agent,
+                         "point": d.record.point, "kind": d.kind, "fields": list(d.fields),
+                         "before": {f: d.before.get(f) for f in d.fields},
+                         "after": {f: d.after.get(f) for f in d.fields},
+                         "shadow_before": d.shadow_before, "shadow_after": d.shadow_after}
+                        for d in report.differences],
+    }
+
+
+# -- explain ---------------------------------------------------------------------------------
+
+
+def explain(args: argparse.Namespace) -> int:
+    from engine.explain import as_data, explanation_lines
+    from engine.explain import explain as run_explain
+
+    with Engine.load(args.config, records=False, db=":memory:") as engine:
+        point = Point(args.point) if args.point else None
+        ex = run_explain(engine.agent(args.agent).pipeline, point)
+    if args.json:
+        print_json(as_data(ex))
+    else:
+        print("\n".join(explanation_lines(ex)))
+    return EXIT_OK
+
+
+# -- dev -------------------------------------------------------------------------------------
+
+
+def dev(args: argparse.Namespace) -> int:
+    from engine.cli.dev import DevSession, run
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+
+    with Engine.load(args.config, db=args.db, watch=True) as engine:
+        if args.agent not in engine.agents:
+            raise UsageError(f"no agent {args.agent!r} (loaded: {', '.join(engine.agents)})")
+        session = DevSession(engine, args.agent, say)
+        try:
+            run(session, sys.stdin, prompt=sys.stdin.isatty())
+        finally:
+            session.close()
+    return EXIT_OK
+
+
+# -- status ----------------------------------------------------------------------------------
+
+
+def status(args: argparse.Namespace) -> int:
+    """Read the config now and report each agent as a fresh engine would run it; exit 1 if
+    an agent does not load. A running engine reports its own through ``Engine.status()``."""
+    data = project_status(Path(args.config))
+    if args.json:
+        print_json(data)
+    else:
+        print("\n".join(status_lines(data)))
+    return EXIT_OK if all(a["error"] is None for a in data["agents"].values()) else EXIT_FAILED
+
+
+def project_status(root: Path) -> dict[str, Any]:
+    """``Engine.status()``-shaped data for a config folder, one agent at a time, so that one
+    broken agent does not hide the others."""
+    agents: dict[str, Any] = {}
+    for name in agent_names(root.resolve()):
+        try:
+            with Engine(load_project(root, only=[name]), records=False, db=":memory:") as eng:
+                agents.update(eng.status()["agents"])
+        except ConfigError as exc:
+            first = exc.problems[0]
+            agents[name] = {"generation": None, "loaded_at": None, "reloads": 0, "hooks": {},
+                            "error": {"file": first.path, "line": first.line,
+                                      "message": str(first),
+                                      "problems": [str(p) for p in exc.problems]},
+                            "last_error": None}
+    return {"watching": False, "generation": 0, "agents": agents}
+
+
+def status_lines(data: dict[str, Any]) -> list[str]:
+    """Status data (``Engine.status()``) as lines: one per agent, then its error if any."""
+    lines = [f"watching: {'yes' if data['watching'] else 'no'}"]
+    for name, a in data["agents"].items():
+        gen = "-" if a["generation"] is None else a["generation"]
+        state = "ok" if a["error"] is None else "ERROR"
+        lines.append(f"{name:<16} generation {gen:<4} loaded {a['loaded_at'] or '-'}  "
+                     f"reloads {a['reloads']}  {state}")
+        error = a["error"] or a.get("last_error")
+        if error:
+            label = "error" if a["error"] else "last error"
+            lines += [f"    {label}: {p}" for p in error["problems"]]
+    return lines

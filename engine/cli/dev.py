@@ -1,0 +1,121 @@
+"""``hookengine dev``: an interactive conversation through one agent that reloads on save."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from engine.cli.render import outcome_lines
+from engine.demo import offline_answer
+from engine.explain import explain, explanation_lines
+from engine.outcome import Outcome
+from engine.reload import ReloadEvent
+from engine.runtime import Engine
+
+HELP = """type a message to run a turn (offline answers), or:
+  tool NAME {json}           run tool_call (e.g. tool delete_file {"path": "a.txt"})
+  result NAME {json} JSON    run tool_result with an input and a result
+  :status  :explain  :reload  :help  :quit"""
+
+
+class DevSession:
+    """One agent, one scope; prints what each point decided and every reload of the agent."""
+
+    def __init__(self, engine: Engine, agent: str, say: Callable[[str], None] = print) -> None:
+        self.engine = engine
+        self.agent = engine.agent(agent)
+        self._say, self._lock = say, threading.Lock()
+        self.scope: dict[str, Any] = {"user_id": "dev", "session_id": "dev-session"}
+        assert engine.reloader is not None
+        self._unsubscribe = engine.reloader.subscribe(self._on_reload)
+
+    def say(self, text: str) -> None:
+        with self._lock:  # reload reports come from the watcher thread
+            self._say(text)
+
+    def _on_reload(self, event: ReloadEvent) -> None:
+        if event.agent == self.agent.name and (event.swapped or not event.ok):
+            self.say("\n".join(f"[reload] {line}" for line in event.lines()))
+
+    def handle(self, line: str) -> bool:
+        """Run one input line; False when the session should end."""
+        line = line.strip()
+        if not line:
+            return True
+        if line.startswith(":"):
+            return self._command(line[1:])
+        try:
+            if line.startswith(("tool ", "result ")):
+                self._tool(line)
+            else:
+                self.turn(line)
+        except (ValueError, json.JSONDecodeError) as exc:
+            self.say(f"error: {exc}")
+        return True
+
+    def _command(self, name: str) -> bool:
+        if name in ("q", "quit", "exit"):
+            return False
+        if name == "status":
+            from engine.cli.cmd_ops import status_lines
+
+            self.say("\n".join(status_lines(self.engine.status())))
+        elif name == "explain":
+            self.say("\n".join(explanation_lines(explain(self.agent.pipeline))))
+        elif name == "reload":
+            self.engine.reload_agent(self.agent.name)
+        else:
+            self.say(HELP)
+        return True
+
+    def _tool(self, line: str) -> None:
+        verb, rest = line.split(" ", 1)
+        name, _, data = rest.strip().partition(" ")
+        decoder = json.JSONDecoder()
+        tool_input, end = decoder.raw_decode(data.strip() or "{}")
+        if not isinstance(tool_input, dict):
+            raise ValueError("the tool input must be a JSON object")
+        if verb == "tool":
+            self.show(self.agent.tool_call(name, tool_input, **self.scope))
+            return
+        result = json.loads(data.strip()[end:].strip() or "null")
+        self.show(self.agent.tool_result(name, tool_input, result, **self.scope))
+
+    def turn(self, question: str) -> None:
+        """A whole turn: user message, LLM call, answer, turn end (offline answers)."""
+        first = self.show(self.agent.before_user_message(question, **self.scope))
+        scope = {**self.scope, "turn_id": first.turn_id}
+        if first.blocked:
+            return
+        question = first.question or question
+        answer = first.answer
+        if answer is None:
+            self.show(self.agent.before_call("You are a helpful assistant.",
+                                             [{"role": "user", "content": question}], **scope))
+            shown = self.show(self.agent.before_assistant_message(
+                question, offline_answer(question), **scope))
+            answer = shown.answer or ""
+        self.agent.after_turn(question, answer, **scope)
+        self.say(f"assistant: {answer}")
+
+    def show(self, out: Outcome) -> Outcome:
+        """Print the outcome when something happened (a change, a block, a shadow decision)."""
+        if out.changed or out.blocked or out.shadow or out.failed or out.point == "tool_call":
+            self.say("\n".join(outcome_lines(out, verbose=False)))
+        return out
+
+    def close(self) -> None:
+        self._unsubscribe()
+
+
+def run(session: DevSession, lines: Iterable[str], *, prompt: bool = False) -> None:
+    """Feed ``lines`` to the session until they end or one says :quit."""
+    session.say(f"dev: agent {session.agent.name}, generation "
+                f"{session.agent.pipeline.generation}; reloading on save. :help for commands")
+    for line in lines:
+        if not session.handle(line):
+            break
+        if prompt:
+            print("> ", end="", flush=True)

@@ -1,0 +1,203 @@
+"""Explain an agent: the effective order of hooks per point, and warnings found statically.
+
+The warnings are heuristics, and say so. Found: a hook that never runs because an enforced hook
+before it blocks unconditionally (a script whose ``on_<point>`` starts with ``return
+{block: ...}``); a hook that can never change anything (inject without messages or notice,
+escalate without any trigger); two enforced hooks replacing the same field at a point. Not
+found: blocks behind conditions that are always true, fields set through variables or helper
+functions, anything decided by data at run time.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.changes import REPLACE
+from engine.config.loader import show
+from engine.kinds import Hook, Mode
+from engine.pipeline import Pipeline
+from engine.points import ACCEPTED, Point
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A hook at one point, in the order it runs."""
+
+    name: str
+    kind: str
+    version: str
+    mode: str
+    layer: str
+    on_error: str
+    source: str
+
+
+@dataclass
+class Explanation:
+    """An agent's pipeline per point, and what looks wrong."""
+
+    agent: str
+    generation: int
+    points: dict[str, list[Entry]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def explain(pipeline: Pipeline, point: Point | None = None) -> Explanation:
+    """The order of ``pipeline``'s hooks at every point (or one), with warnings."""
+    result = Explanation(pipeline.agent, pipeline.generation)
+    for p in [point] if point else list(Point):
+        slots = pipeline.by_point[p]
+        result.points[p.value] = [_entry(s.hook, s.layer) for s in slots]
+        result.warnings += _point_warnings(p, [s.hook for s in slots])
+    if point is None:
+        result.warnings += [w for s in pipeline.slots for w in _idle_warnings(s.hook)]
+    return result
+
+
+def _entry(hook: Hook, layer: str) -> Entry:
+    return Entry(hook.name, hook.kind, hook.version, hook.mode.value, layer,
+                 hook.on_error.value, str(hook.source))
+
+
+def _point_warnings(point: Point, hooks: list[Hook]) -> list[str]:
+    warnings = []
+    for i, hook in enumerate(hooks):
+        if hook.mode is Mode.ENFORCE and always_blocks(hook, point) and hooks[i + 1:]:
+            later = ", ".join(h.name for h in hooks[i + 1:])
+            warnings.append(f"{point.value}: {hook.name} blocks unconditionally, so {later} "
+                            "never run")
+            break
+    setters: dict[str, str] = {}
+    for hook in hooks:
+        if hook.mode is not Mode.ENFORCE:
+            continue
+        for name in sorted(replaced_fields(hook, point)):
+            if name in setters:
+                warnings.append(f"{point.value}: {setters[name]} and {hook.name} both replace "
+                                f"{name!r}; when both fire, {hook.name}'s wins")
+            setters[name] = hook.name
+    return warnings
+
+
+def _idle_warnings(hook: Hook) -> list[str]:
+    config = getattr(hook, "config", None)
+    if hook.kind == "inject" and not (config.messages or config.notice):
+        return [f"{hook.name}: inject has no messages and no notice; it never changes anything"]
+    if hook.kind == "escalate" and not (config.off_topic_keywords or config.empty_answer_patterns
+                                        or config.min_answer_chars):
+        return [f"{hook.name}: escalate has no off_topic_keywords, empty_answer_patterns or "
+                "min_answer_chars; it never fires"]
+    return []
+
+
+# -- what a hook does, statically -----------------------------------------------------------------
+
+
+def replaced_fields(hook: Hook, point: Point) -> set[str]:
+    """The fields ``hook`` may replace at ``point`` (a later change of them wins)."""
+    replaceable = set(REPLACE) | ({"messages"} if point is Point.BEFORE_CALL else set())
+    replaceable &= ACCEPTED[point]
+    config = getattr(hook, "config", None)
+    if hook.kind == "escalate" and point is Point.BEFORE_USER_MESSAGE:
+        return {"answer"} if config.suppress_on_off_topic else set()
+    if hook.kind == "faq_cache" and point is Point.BEFORE_USER_MESSAGE:
+        return {"answer"} if config.short_circuit else set()
+    source = _script_source(hook)
+    if source is None:
+        return set()
+    return {f for f in replaceable if f in _returned_keys(source, point)}
+
+
+def always_blocks(hook: Hook, point: Point) -> bool:
+    """Whether ``hook``'s handler of ``point`` starts by returning a block (scripts only;
+    the built-in kinds never block unconditionally)."""
+    source = _script_source(hook)
+    if source is None:
+        return False
+    language = getattr(getattr(hook, "config", None), "language", None)
+    script = str(getattr(getattr(hook, "config", None), "script", "") or "")
+    if language == "python" or script.endswith(".py"):
+        return _python_first_block(source, f"on_{point.value}")
+    return _js_first_block(source, f"on_{point.value}")
+
+
+def _script_source(hook: Hook) -> str | None:
+    spec = getattr(hook, "spec", None)
+    text = getattr(spec, "script_text", None)
+    if text is None:
+        text = getattr(getattr(hook, "config", None), "source", None)
+    return text if isinstance(text, str) else None
+
+
+def _python_first_block(source: str, name: str) -> bool:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            body = [s for s in node.body if not _is_docstring(s)]
+            return bool(body) and _returns_block(body[0])
+    return False
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+
+
+def _returns_block(stmt: ast.stmt) -> bool:
+    if not (isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Dict)):
+        return False
+    return any(isinstance(k, ast.Constant) and k.value == "block" for k in stmt.value.keys)
+
+
+_JS_FIRST_BLOCK = r"function\s+{name}\s*\([^)]*\)\s*\{{\s*return\s*\{{\s*['\"]?block['\"]?\s*:"
+
+
+def _js_first_block(source: str, name: str) -> bool:
+    return re.search(_JS_FIRST_BLOCK.format(name=re.escape(name)), source) is not None
+
+
+def _returned_keys(source: str, point: Point) -> set[str]:
+    """Keys that appear as ``key:`` / ``"key":`` inside the handler of ``point`` (a loose
+    textual scan: it may see keys of other dicts in the handler too)."""
+    body = _handler_text(source, f"on_{point.value}")
+    return set(re.findall(r"['\"]?\b([a-z_]+)\b['\"]?\s*:", body)) if body else set()
+
+
+def _handler_text(source: str, name: str) -> str:
+    match = re.search(rf"(def|function)\s+{re.escape(name)}\s*\(", source)
+    if match is None:
+        return ""
+    rest = source[match.end():]
+    following = re.search(r"\n(def|function)\s+\w+\s*\(", rest)
+    return rest[: following.start()] if following else rest
+
+
+def explanation_lines(ex: Explanation) -> list[str]:
+    """The explanation as the command line prints it."""
+    lines = [f"agent {ex.agent} (generation {ex.generation})"]
+    for point, entries in ex.points.items():
+        lines.append(f"{point}:" + ("" if entries else "  (no hooks)"))
+        for n, e in enumerate(entries, 1):
+            lines.append(f"  {n}. {e.name:<20} {e.kind:<12} {e.version}  {e.mode:<7}  "
+                         f"{e.layer:<5}  on_error={e.on_error}  {_shown(e.source)}")
+    lines += [f"warning: {w}" for w in ex.warnings] or ["no warnings"]
+    return lines
+
+
+def _shown(path: str) -> str:
+    return show(Path(path))
+
+
+def as_data(ex: Explanation) -> dict[str, Any]:
+    return {"agent": ex.agent, "generation": ex.generation, "warnings": ex.warnings,
+            "points": {p: [e.__dict__ for e in entries] for p, entries in ex.points.items()}}
+
+
+__all__ = ["Entry", "Explanation", "always_blocks", "as_data", "explain", "explanation_lines",
+           "replaced_fields"]
