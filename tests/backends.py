@@ -88,3 +88,37 @@ def store(db_url: str) -> Iterator[object]:
     opened = open_store(db_url)
     yield opened
     opened.close()
+
+
+@pytest.fixture
+def hook_agent(tmp_path: Path, db_url: str) -> Iterator[object]:
+    """``hook_agent(hook_yaml, provider=None, db=True)``: an agent ``a`` with that one hook
+    (plus ``engine.yaml``'s ``provider:`` mapping), its stores on this test's backend."""
+    import json
+
+    from engine.runtime import Engine
+
+    engines: list[Engine] = []
+
+    def make(hook_yaml: str, *, provider: dict[str, object] | None = None,
+             db: bool = True) -> object:
+        root = tmp_path / f"config{len(engines)}"
+        (root / "agents/a/hooks").mkdir(parents=True)
+        settings = "process: proc\n"
+        if provider:
+            settings += f"provider: {json.dumps(provider)}\n"
+        (root / "engine.yaml").write_text(settings, encoding="utf-8")
+        (root / "agents/a/agent.yaml").write_text("hooks: [h]\n", encoding="utf-8")
+        (root / "agents/a/hooks/h.yaml").write_text(hook_yaml, encoding="utf-8")
+        engine = Engine.load(root, db=db_url if db else None)
+        engines.append(engine)
+        return engine.agent("a")
+
+    yield make
+    for engine in engines:
+        engine.close()
+
+
+def hook_of(agent: object) -> object:
+    """The agent's first hook (the one under test)."""
+    return agent.pipeline.slots[0].hook  # type: ignore[attr-defined]
