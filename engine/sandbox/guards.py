@@ -1,0 +1,289 @@
+"""Run-time guards and the host object a Python script sees (the other half of policy.py)."""
+
+from __future__ import annotations
+
+import json
+import operator
+import re
+import time
+from collections.abc import Callable, Iterator
+from itertools import islice
+from typing import Any
+
+from engine.sandbox.values import InvalidValue, check_json, json_size
+
+EMIT_TYPES = ("status", "message", "citation")
+_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
+_DIGITS = re.compile(r"\d+")
+_PADDING = frozenset({"ljust", "rjust", "center", "zfill"})
+_PLAIN_TYPES = (int, float, bool, list, dict, tuple, set, frozenset, type(None))
+_INPLACE: dict[str, Callable[[Any, Any], Any]] = {
+    "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
+    "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow,
+    "<<=": operator.ilshift, ">>=": operator.irshift, "&=": operator.iand,
+    "|=": operator.ior, "^=": operator.ixor,
+}
+
+
+class Deadline(BaseException):
+    """The call's time is up. BaseException, and every handler re-ticks, so it cannot be kept."""
+
+
+class Budget:
+    """One call's clock and size limits; the guards below consult it."""
+
+    __slots__ = ("deadline", "expired", "limits")
+
+    def __init__(self, limits: dict[str, int], *, timeout_ms: int) -> None:
+        self.limits = limits
+        self.deadline = time.perf_counter() + timeout_ms / 1000
+        self.expired = False
+
+    def tick(self) -> None:
+        if self.expired or time.perf_counter() > self.deadline:
+            self.expired = True
+            raise Deadline
+
+    def remaining(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def sequence(self, size: int) -> None:
+        if size > self.limits["max_sequence"]:
+            raise MemoryError(f"would build a sequence of {size} items (limit {self.limits['max_sequence']})")
+
+    def bits(self, bits: int) -> None:
+        if bits > self.limits["max_int_bits"]:
+            raise MemoryError(f"would build an integer of {bits} bits (limit {self.limits['max_int_bits']})")
+
+
+def make_guards(budget: Budget) -> dict[str, Any]:
+    """The names RestrictedPython's output and our policy call, bound to one call's budget."""
+    def binop(op: str, a: Any, b: Any) -> Any:
+        check_binop(budget, op, a, b)
+        return {"*": operator.mul, "**": operator.pow, "<<": operator.lshift, "%": operator.mod}[op](a, b)
+
+    def inplacevar(op: str, a: Any, b: Any) -> Any:
+        if op in ("*=", "**=", "<<=", "%="):
+            check_binop(budget, op[:-1], a, b)
+        return _INPLACE[op](a, b)
+
+    def getiter(obj: Any) -> Iterator[Any]:
+        return _ticking(iter(obj), budget)
+
+    def unpack(it: Any, spec: dict[str, Any], _getiter: Any = None) -> list[Any]:
+        want = spec["min_len"]
+        if spec.get("star"):
+            # A starred target needs everything; the items are bounded, and RestrictedPython's
+            # child indexes are wrong after a star, so nested targets use Python's own unpack.
+            items = list(islice(getiter(it), budget.limits["max_sequence"] + 1))
+            budget.sequence(len(items))
+            return items
+        # One more than wanted, so Python still says "too many values" without eating the rest.
+        items = list(islice(getiter(it), want + 1))
+        if len(items) >= want:
+            for idx, child in spec["childs"]:
+                items[idx] = unpack(items[idx], child)
+        return items
+
+    def iter_unpack(it: Any, spec: dict[str, Any], _getiter: Any = None) -> Iterator[Any]:
+        for ob in getiter(it):
+            yield unpack(ob, spec)
+
+    return {
+        "_getattr_": lambda obj, name, *default: guarded_getattr(budget, obj, name, *default),
+        "_getitem_": operator.getitem, "_write_": guarded_write, "_getiter_": getiter,
+        "_iter_unpack_sequence_": iter_unpack, "_unpack_sequence_": unpack,
+        "_apply_": lambda f, *a, **kw: f(*a, **kw), "_inplacevar_": inplacevar,
+        "_binop_": binop, "_format_": lambda v, spec, conv: guarded_format(budget, v, spec, conv),
+        "_tick_": budget.tick,
+    }
+
+
+def _ticking(it: Iterator[Any], budget: Budget) -> Iterator[Any]:
+    tick = budget.tick
+    for item in it:
+        tick()
+        yield item
+
+
+def check_binop(budget: Budget, op: str, a: Any, b: Any) -> None:
+    """Refuse, before the C code runs, an operation whose result would be huge."""
+    ints = type(a) in (int, bool) and type(b) in (int, bool)
+    if op == "*":
+        if ints:
+            budget.bits(abs(a).bit_length() + abs(b).bit_length())
+        elif isinstance(a, (str, list, tuple)) and type(b) in (int, bool):
+            budget.sequence(len(a) * b)
+        elif isinstance(b, (str, list, tuple)) and type(a) in (int, bool):
+            budget.sequence(len(b) * a)
+    elif op == "**" and ints and b > 0 and abs(a) > 1:
+        budget.bits(abs(a).bit_length() * b)
+    elif op == "<<" and ints and b > 0:
+        budget.bits(abs(a).bit_length() + b)
+    elif op == "%" and isinstance(a, str):
+        for width, precision in _PERCENT_SPEC.findall(a):
+            for n in (width, precision):
+                if n == "*":
+                    raise ValueError("'*' widths are not allowed in % formatting")
+                if n:
+                    budget.sequence(int(n))
+
+
+def guarded_format(budget: Budget, value: Any, spec: str, conversion: int) -> str:
+    """f-string field: padding and precision are size-checked; repr only for plain types."""
+    if conversion in (ord("r"), ord("a")):
+        value = repr(value)
+    elif conversion == ord("s"):
+        value = str(value)
+    for n in _DIGITS.findall(spec):
+        budget.sequence(int(n))
+    return format(value, spec)
+
+
+def guarded_write(obj: Any) -> Any:
+    """Scripts may change their own lists and dicts, nothing else (no attribute writes)."""
+    if type(obj) in (dict, list):
+        return obj
+    raise TypeError(f"{type(obj).__name__} objects cannot be modified")
+
+
+def guarded_getattr(budget: Budget, obj: Any, name: str, *default: Any) -> Any:
+    """Attributes of plain values and the host API only; no str.format, padding size-checked."""
+    kind = type(obj)
+    allowed = (
+        not name.startswith("_")
+        and (kind in _PLAIN_TYPES or kind in (Host, HostState) or kind is str
+             or (isinstance(obj, BaseException) and name == "args"))
+        and not (kind is str and name in ("format", "format_map"))
+    )
+    if not allowed:
+        raise AttributeError(f"access to {kind.__name__}.{name} is not allowed")
+    value = getattr(obj, name, *default)
+    if kind is str and name in _PADDING:
+        return _padded(budget, value)
+    if kind is str and name == "expandtabs":
+        return lambda tabsize=8: (budget.sequence(len(obj) + obj.count("\t") * tabsize),
+                                  obj.expandtabs(tabsize))[1]
+    return value
+
+
+def _padded(budget: Budget, method: Callable[..., str]) -> Callable[..., str]:
+    def padded(width: int, *args: Any) -> str:
+        budget.sequence(width)
+        return method(width, *args)
+    return padded
+
+
+class HostState:
+    """host.state: read-your-writes view of the scope's state snapshot; writes come back."""
+
+    __slots__ = ("_limits", "_snapshot", "_writes")
+
+    def __init__(self, snapshot: dict[str, Any], writes: dict[str, Any], limits: dict[str, int]) -> None:
+        self._snapshot, self._writes, self._limits = snapshot, writes, limits
+
+    def __repr__(self) -> str:
+        return "<host.state>"
+
+    def _key(self, key: Any) -> None:
+        _check_text("host.state", "key", key, self._limits["max_state_key_chars"])
+        if not key:
+            raise TypeError("host.state: key must not be empty")
+
+    def _live(self, key: str) -> bool:
+        if key in self._writes:
+            return self._writes[key] is not None
+        return self._snapshot.get(key) is not None
+
+    def get(self, key: str) -> Any:
+        self._key(key)
+        if not self._live(key):
+            return None
+        return json.loads(json.dumps(self._writes.get(key, self._snapshot.get(key))))
+
+    def set(self, key: str, value: Any) -> None:
+        self._key(key)
+        limits = self._limits
+        copy = _plain_copy("host.state.set: value", value, limits["max_depth"],
+                           limits["max_state_value_bytes"])
+        if copy is not None and not self._live(key):
+            live = sum(1 for k in {*self._snapshot, *self._writes} if self._live(k))
+            if live >= limits["max_state_keys"]:
+                raise TypeError(f"host.state.set: more than {limits['max_state_keys']} keys")
+        self._writes[key] = copy
+
+
+class Host:
+    """The ``host`` argument of a Python script: the same API as the JavaScript one."""
+
+    __slots__ = ("_event", "_limits", "_out", "_regex", "config", "state")
+
+    def __init__(self, req: dict[str, Any], out: dict[str, Any], regex: Callable[[dict[str, Any]], Any]) -> None:
+        self._event, self._limits, self._out, self._regex = req["event"], req["limits"], out, regex
+        self.config = req["config"]
+        self.state = HostState(req["state"], out["state_writes"], req["limits"])
+
+    def __repr__(self) -> str:
+        return "<host>"
+
+    def log(self, msg: str) -> None:
+        limits, out = self._limits, self._out
+        _check_text("host.log", "msg", msg, limits["max_text_chars"])
+        if len(out["logs"]) >= limits["max_log_lines"]:
+            out["dropped_logs"] += 1
+            return
+        cap = limits["max_log_chars"]
+        out["logs"].append(msg if len(msg) <= cap else msg[:cap] + "…")
+
+    def now(self) -> Any:
+        return self._event.get("time")
+
+    def emit(self, event: dict[str, Any]) -> None:
+        limits, out = self._limits, self._out
+        if type(event) is not dict:
+            raise TypeError("host.emit: event must be an object {type, data}")
+        copy = _plain_copy("host.emit: event", event, limits["max_depth"], limits["max_emit_bytes"])
+        if set(copy) != {"type", "data"}:
+            raise TypeError("host.emit: event must have exactly the keys type and data")
+        if copy["type"] not in EMIT_TYPES:
+            raise TypeError("host.emit: type must be one of status, message, citation")
+        if type(copy["data"]) is not dict:
+            raise TypeError("host.emit: data must be an object")
+        if len(out["emits"]) >= limits["max_emits"]:
+            raise TypeError(f"host.emit: more than {limits['max_emits']} events")
+        out["emits"].append(copy)
+
+    def match(self, pattern: str, text: str) -> bool:
+        _check_text("host.match", "pattern", pattern, self._limits["max_pattern_chars"])
+        _check_text("host.match", "text", text, self._limits["max_text_chars"])
+        return bool(self._regex({"op": "match", "pattern": pattern, "text": text}))
+
+    def redact(self, text: str, patterns: list[str], replacement: str = "[REDACTED]") -> str:
+        limits = self._limits
+        _check_text("host.redact", "text", text, limits["max_text_chars"])
+        if type(patterns) not in (list, tuple):
+            raise TypeError("host.redact: patterns must be a list of strings")
+        if len(patterns) > limits["max_patterns"]:
+            raise TypeError(f"host.redact: more than {limits['max_patterns']} patterns")
+        for p in patterns:
+            _check_text("host.redact", "pattern", p, limits["max_pattern_chars"])
+        _check_text("host.redact", "replacement", replacement, limits["max_pattern_chars"])
+        return str(self._regex({"op": "redact", "text": text, "patterns": list(patterns),
+                                "replacement": replacement}))
+
+
+def _check_text(where: str, name: str, value: Any, cap: int) -> None:
+    if type(value) is not str:
+        raise TypeError(f"{where}: {name} must be a string")
+    if len(value) > cap:
+        raise TypeError(f"{where}: {name} is longer than {cap} characters")
+
+
+def _plain_copy(where: str, value: Any, max_depth: int, max_bytes: int) -> Any:
+    try:
+        check_json(value, max_depth=max_depth, what=where)
+        if json_size(value) > max_bytes:
+            raise InvalidValue(f"{where}: larger than {max_bytes} bytes")
+    except InvalidValue as exc:
+        raise TypeError(str(exc)) from None
+    return json.loads(json.dumps(value))

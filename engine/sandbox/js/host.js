@@ -1,0 +1,83 @@
+/* hookengine host API for JavaScript scripts; parsed on a context's first host call.
+   Same names, arguments, checks and messages as guards.Host for Python scripts. */
+(function (h) {
+  "use strict";
+  var parse = JSON.parse, stringify = JSON.stringify, isArray = Array.isArray;
+  var hasOwn = Object.prototype.hasOwnProperty, fail = h.fail, regex = null;
+  var EMIT_TYPES = ["status", "message", "citation"];
+
+  function checkText(where, name, v, max) {
+    if (typeof v !== "string") { fail(where, name + " must be a string"); }
+    if (v.length > max) { fail(where, name + " is longer than " + max + " characters"); }
+  }
+  function engine() {
+    if (regex === null) { regex = h.eval(h.regexSource); }
+    return regex;
+  }
+
+  return function makeApi(req, out) {
+    var L = req.limits, state = req.state, writes = out.state_writes;
+    function key(k) {
+      checkText("host.state", "key", k, L.max_state_key_chars);
+      if (k.length === 0) { fail("host.state", "key must not be empty"); }
+    }
+    function live(k) { return hasOwn.call(writes, k) ? writes[k] !== null : hasOwn.call(state, k) && state[k] !== null; }
+    function count() {
+      var n = 0, k;
+      for (k in state) { if (hasOwn.call(state, k) && live(k)) { n++; } }
+      for (k in writes) { if (hasOwn.call(writes, k) && !hasOwn.call(state, k) && live(k)) { n++; } }
+      return n;
+    }
+    return {
+      engine: engine,
+      log: function log(msg) {
+        checkText("host.log", "msg", msg, L.max_text_chars);
+        if (out.logs.length >= L.max_log_lines) { out.dropped_logs++; return null; }
+        out.logs.push(msg.length > L.max_log_chars ? msg.slice(0, L.max_log_chars) + "…" : msg);
+        return null;
+      },
+      now: function now() { return hasOwn.call(req.event, "time") ? req.event.time : null; },
+      emit: function emit(ev) {
+        if (ev === null || typeof ev !== "object" || isArray(ev)) { fail("host.emit", "event must be an object {type, data}"); }
+        var e = parse(h.toJSON(ev, L.max_depth, L.max_emit_bytes, "host.emit: event"));
+        var keys = Object.keys(e);
+        if (keys.length !== 2 || !hasOwn.call(e, "type") || !hasOwn.call(e, "data")) { fail("host.emit", "event must have exactly the keys type and data"); }
+        if (EMIT_TYPES.indexOf(e.type) < 0) { fail("host.emit", "type must be one of status, message, citation"); }
+        if (e.data === null || typeof e.data !== "object" || isArray(e.data)) { fail("host.emit", "data must be an object"); }
+        if (out.emits.length >= L.max_emits) { fail("host.emit", "more than " + L.max_emits + " events"); }
+        out.emits.push(e);
+        return null;
+      },
+      match: function match(pattern, text) {
+        checkText("host.match", "pattern", pattern, L.max_pattern_chars);
+        checkText("host.match", "text", text, L.max_text_chars);
+        return engine().match(pattern, text);
+      },
+      redact: function redact(text, patterns, replacement) {
+        checkText("host.redact", "text", text, L.max_text_chars);
+        if (!isArray(patterns)) { fail("host.redact", "patterns must be a list of strings"); }
+        if (patterns.length > L.max_patterns) { fail("host.redact", "more than " + L.max_patterns + " patterns"); }
+        var ps = [];
+        for (var i = 0; i < patterns.length; i++) {
+          checkText("host.redact", "pattern", patterns[i], L.max_pattern_chars);
+          ps.push(patterns[i]);
+        }
+        if (replacement === undefined) { replacement = "[REDACTED]"; }
+        checkText("host.redact", "replacement", replacement, L.max_pattern_chars);
+        return engine().redact(text, ps, replacement);
+      },
+      get: function get(k) {
+        key(k);
+        return live(k) ? parse(stringify(hasOwn.call(writes, k) ? writes[k] : state[k])) : null;
+      },
+      set: function set(k, value) {
+        key(k);
+        if (value === undefined) { fail("host.state.set", "value must be JSON (null deletes)"); }
+        var v = parse(h.toJSON(value, L.max_depth, L.max_state_value_bytes, "host.state.set: value"));
+        if (v !== null && !live(k) && count() >= L.max_state_keys) { fail("host.state.set", "more than " + L.max_state_keys + " keys"); }
+        Object.defineProperty(writes, k, { value: v, enumerable: true, writable: true, configurable: true });
+        return null;
+      }
+    };
+  };
+})

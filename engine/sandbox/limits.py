@@ -1,0 +1,103 @@
+"""Value types of the sandbox interface: languages, limits, compiled scripts, call results."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Language(StrEnum):
+    """A script language the sandbox runs."""
+
+    PYTHON = "python"
+    """RestrictedPython plus the engine's own policy."""
+    JAVASCRIPT = "javascript"
+    """QuickJS (the ``quickjs-ng`` binding) with frozen built-ins."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Budgets of one script call; the defaults apply unless engine.yaml or the hook overrides."""
+
+    timeout_ms: int = 50
+    """CPU/wall time of one call (compile and load get ``compile_timeout_ms``)."""
+    memory_mb: int = 32
+    """Heap the script may use (QuickJS memory limit; address space for Python)."""
+    stack_kb: int = 256
+    """JavaScript stack size; Python gets ``max_recursion`` frames instead."""
+    max_recursion: int = 200
+    """Python call depth of a script."""
+    compile_timeout_ms: int = 2000
+    """Time to parse, check and load a script (top-level code included)."""
+    max_source_bytes: int = 256_000
+    """Largest script source accepted."""
+    max_result_bytes: int = 65_536
+    """Largest result, as compact JSON in UTF-8."""
+    max_depth: int = 32
+    """Deepest nesting of any JSON value a script hands over (result, state, emit)."""
+    max_log_lines: int = 50
+    """Lines host.log keeps per call; later ones are counted and dropped."""
+    max_log_chars: int = 1000
+    """Characters kept of one log line."""
+    max_emits: int = 20
+    """host.emit calls per call."""
+    max_emit_bytes: int = 8192
+    """Largest emitted event, as compact JSON."""
+    max_state_keys: int = 64
+    """Keys one hook may keep per scope."""
+    max_state_key_chars: int = 128
+    """Longest state key."""
+    max_state_value_bytes: int = 16_384
+    """Largest state value, as compact JSON."""
+    max_text_chars: int = 1_000_000
+    """Longest string host functions accept (log, match, redact)."""
+    max_pattern_chars: int = 512
+    """Longest pattern (and redact replacement)."""
+    max_patterns: int = 32
+    """Patterns per host.redact call."""
+    max_sequence: int = 1_000_000
+    """Largest string/list a Python script may build with ``*``, padding or ``range``."""
+    max_int_bits: int = 100_000
+    """Largest integer a Python script may build with ``*``, ``**``, ``<<`` or ``pow``."""
+    max_input_bytes: int = 4_000_000
+    """Largest request (event + config + state) sent to a worker."""
+
+    def as_wire(self) -> dict[str, int]:
+        """The limits as a JSON object for the worker (computed once: this is on every call)."""
+        wire: dict[str, int] | None = self.__dict__.get("_wire")
+        if wire is None:
+            wire = asdict(self)
+            object.__setattr__(self, "_wire", wire)
+        return wire
+
+
+@dataclass(frozen=True)
+class CompiledScript:
+    """A script that compiled and loaded; cheap to hold, JSON-able parts only."""
+
+    language: Language
+    filename: str
+    source: str
+    functions: frozenset[str]
+    """Names of the on_<point> functions the script defines."""
+    key: str = field(default="", compare=False)
+    """Content hash; workers cache compiled code under it."""
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            digest = hashlib.sha256(f"{self.language}\0{self.filename}\0{self.source}".encode())
+            object.__setattr__(self, "key", digest.hexdigest()[:32])
+
+
+@dataclass
+class CallResult:
+    """What one successful script call produced; every part is checked plain JSON."""
+
+    value: dict[str, Any] | None
+    logs: list[str]
+    emits: list[dict[str, Any]]
+    state_writes: dict[str, Any]
+    """Keys the script set (``None`` means deleted); persist them only on success."""
+    duration_ms: float

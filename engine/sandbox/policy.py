@@ -1,0 +1,131 @@
+"""The Python script policy: RestrictedPython's transformer plus the engine's own rules."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from RestrictedPython.transformer import RestrictingNodeTransformer
+
+FORBIDDEN_NAMES = frozenset({
+    "exec", "eval", "compile", "open", "getattr", "setattr", "delattr", "hasattr", "type",
+    "vars", "dir", "globals", "locals", "id", "hash", "print", "input", "breakpoint", "help",
+    "memoryview", "object", "super", "classmethod", "staticmethod", "property", "iter",
+    "exit", "quit", "license", "credits", "copyright", "callable", "issubclass", "repr",
+    "ascii", "format", "bytearray", "bytes", "aiter", "anext",
+})
+"""Built-ins a script may not even name: they reach interpreter internals, files or output."""
+
+GUARDED_BINOPS: dict[type[ast.operator], str] = {
+    ast.Mult: "*", ast.Pow: "**", ast.LShift: "<<", ast.Mod: "%",
+}
+"""Operators that can build huge values in one C call; they go through ``_binop_``."""
+
+Problem = tuple[int | None, int | None, str]
+
+
+def _call(name: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=ast.Name(name, ast.Load()), args=list(args), keywords=[])
+
+
+def copy_locations(new: Any, old: ast.AST) -> Any:
+    """Give a node the engine made the position of the user's node it stands for."""
+    ast.copy_location(new, old)
+    ast.fix_missing_locations(new)
+    return new
+
+
+def _tick() -> ast.Expr:
+    return ast.Expr(_call("_tick_"))
+
+
+class ScriptPolicy(RestrictingNodeTransformer):
+    """RestrictedPython's rules, every problem kept with its line and column, plus ours.
+
+    Ours: no imports or classes at all (rejected here, not at call time); a ``_tick_()`` at
+    the top of every loop body, function, except handler and finally block so a deadline
+    cannot be caught and ignored; size guards around ``*`` ``**`` ``<<`` ``%`` and f-string
+    padding; starred unpacking marked so the unpack guard knows how much it may take.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.problems: list[Problem] = []
+
+    def error(self, node: ast.AST, info: str) -> None:
+        super().error(node, info)
+        col = getattr(node, "col_offset", None)
+        self.problems.append((getattr(node, "lineno", None), None if col is None else col + 1, info))
+
+    def visit_Import(self, node: ast.Import) -> Any:
+        self.error(node, "imports are not allowed: scripts get everything through host")
+        return node
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> Any:
+        self.error(node, "imports are not allowed: scripts get everything through host")
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
+        self.error(node, "class definitions are not allowed: use dicts and functions")
+        return node
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> Any:
+        self.error(node, "async functions are not allowed")
+        return node
+
+    def visit_Name(self, node: ast.Name) -> Any:
+        if node.id in FORBIDDEN_NAMES:
+            self.error(node, f"{node.id!r} is not allowed in scripts")
+            return node
+        return super().visit_Name(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> Any:
+        node = self.node_contents_visit(node)
+        symbol = GUARDED_BINOPS.get(type(node.op))
+        if symbol is None:
+            return node
+        return copy_locations(_call("_binop_", ast.Constant(symbol), node.left, node.right), node)
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> Any:
+        node = self.node_contents_visit(node)
+        spec = node.format_spec if node.format_spec is not None else ast.Constant("")
+        value = _call("_format_", node.value, spec, ast.Constant(node.conversion))
+        return copy_locations(ast.FormattedValue(value=value, conversion=-1, format_spec=None), node)
+
+    def visit_For(self, node: ast.For) -> Any:
+        node = super().visit_For(node)
+        node.body.insert(0, copy_locations(_tick(), node))
+        return node
+
+    def visit_While(self, node: ast.While) -> Any:
+        node = super().visit_While(node)
+        node.body.insert(0, copy_locations(_tick(), node))
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
+        node = super().visit_FunctionDef(node)
+        node.body.insert(0, copy_locations(_tick(), node))
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> Any:
+        node = super().visit_Lambda(node)
+        node.body = copy_locations(ast.BoolOp(ast.Or(), [_call("_tick_"), node.body]), node.body)
+        return node
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
+        node = super().visit_ExceptHandler(node)
+        node.body.insert(0, copy_locations(_tick(), node))
+        return node
+
+    def visit_Try(self, node: ast.Try) -> Any:
+        node = super().visit_Try(node)
+        if node.finalbody:
+            node.finalbody.insert(0, copy_locations(_tick(), node))
+        return node
+
+    def gen_unpack_spec(self, tpl: ast.Tuple) -> ast.Dict:
+        spec = super().gen_unpack_spec(tpl)
+        starred = any(isinstance(elt, ast.Starred) for elt in tpl.elts)
+        spec.keys.append(ast.Constant("star"))
+        spec.values.append(ast.Constant(starred))
+        return spec

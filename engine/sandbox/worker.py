@@ -1,0 +1,64 @@
+"""A sandbox worker process: JSON requests on stdin, one JSON answer per line on stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import sys
+from typing import Any
+
+from engine.sandbox.javascript import JavaScriptRuntime
+from engine.sandbox.python import PythonRuntime, address_space_limiter
+
+HEADROOM_MB = 1024
+"""Address space a worker may grow by beyond its startup size; per-call caps are far lower."""
+
+
+def harden() -> None:
+    """Limits no script can lift: no files written, no processes, no core dumps, bounded memory."""
+    # With RLIMIT_FSIZE at 0 a write raises EFBIG instead of killing us with SIGXFSZ.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    for limit, value in ((resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0),
+                         (resource.RLIMIT_NPROC, 0), (resource.RLIMIT_NOFILE, 16)):
+        resource.setrlimit(limit, (value, value))
+    with open("/proc/self/statm", "rb") as f:
+        size = int(f.read().split()[0]) * resource.getpagesize()
+    cap = size + HEADROOM_MB * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+
+def handle(req: dict[str, Any], line: str, py: PythonRuntime, js: JavaScriptRuntime) -> dict[str, Any]:
+    """Answer one request; every failure becomes an answer, never an exception."""
+    runtime: Any = js if req["language"] == "javascript" else py
+    if req["op"] == "compile":
+        return runtime.compile(req)
+    if req["language"] == "javascript":
+        return js.call(req, line)
+    return py.call(req)
+
+
+def main() -> None:
+    """Serve requests until stdin closes or a call asks for a recycle (after MemoryError)."""
+    harden()
+    js = JavaScriptRuntime()
+    py = PythonRuntime(js.regex, address_space_limiter())
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    max_line = int(os.environ.get("HOOKENGINE_MAX_REQUEST", "8000000"))
+    out.write(b'{"ready":true}\n')
+    out.flush()
+    while True:
+        raw = inp.readline(max_line + 1)
+        if not raw or not raw.endswith(b"\n"):
+            return
+        line = raw.decode("utf-8")
+        try:
+            answer = handle(json.loads(line), line, py, js)
+        except BaseException as exc:  # noqa: BLE001 - a worker bug must answer, not hang the host
+            answer = {"ok": False, "kind": "crashed", "message": f"worker error: {type(exc).__name__}: {exc}"[:500]}
+        out.write(json.dumps(answer, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n")
+        out.flush()
+        if answer.get("recycle"):
+            return
+        js.prepare()

@@ -1,0 +1,200 @@
+"""WorkerPool: the Sandbox the engine holds; compiles and calls scripts in supervised workers."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from engine.errors import Problem, ScriptCompileError, ScriptLimitError, ScriptRuntimeError
+from engine.points import Point, suggest
+from engine.sandbox.limits import CallResult, CompiledScript, Language, Limits
+from engine.sandbox.pool import GRACE_S, WorkerDied, Workers
+
+_POINTS = [p.value for p in Point]
+
+
+class WorkerPool:
+    """A small pool of pre-started worker processes; thread-safe, many threads may call at once.
+
+    Args:
+        size: worker processes kept running.
+        limits: defaults for every call (a call may pass its own).
+    """
+
+    def __init__(self, *, size: int = 2, limits: Limits = Limits()) -> None:  # noqa: B008 - frozen
+        self.limits = limits
+        self._workers = Workers(size)
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every worker and reap it; calls after this fail with cause 'crashed'."""
+        self._workers.close()
+
+    def compile(self, source: str, *, filename: str, language: Language | str) -> CompiledScript:
+        """Check a script and load it once in a worker (its top-level code runs, bounded).
+
+        Raises:
+            ScriptCompileError: every syntax and policy problem, with line and column; a function
+                named like a point that is not one, with a suggestion.
+        """
+        lang = Language(language)
+        limits = self.limits
+        if len(source.encode("utf-8", "surrogatepass")) > limits.max_source_bytes:
+            raise ScriptCompileError(
+                [Problem(filename, 1, None, f"script is larger than {limits.max_source_bytes} bytes")],
+                language=lang.value)
+        script = CompiledScript(lang, filename, source, frozenset())
+        message = {"op": "compile", "language": lang.value, "source": source, "filename": filename,
+                   "key": script.key, "limits": limits.as_wire()}
+        try:
+            answer = self._exchange(message, lang, limits, deadline_s=limits.compile_timeout_ms / 1000)
+        except ScriptRuntimeError as exc:
+            raise ScriptCompileError([Problem(filename, exc.line, None, exc.message)],
+                                     language=lang.value) from exc
+        except ScriptLimitError as exc:
+            raise ScriptCompileError([Problem(filename, None, None, f"while loading: {exc.message}")],
+                                     language=lang.value) from exc
+        if not answer["ok"]:
+            raise ScriptCompileError([_problem(filename, p) for p in answer.get("problems", [])],
+                                     language=lang.value)
+        functions = [f for f in answer["functions"] if isinstance(f, str)]
+        problems = check_functions(functions, source, filename=filename, language=lang)
+        if problems:
+            raise ScriptCompileError(problems, language=lang.value)
+        return CompiledScript(lang, filename, source, frozenset(functions), key=script.key)
+
+    def call(self, script: CompiledScript, function: str, event: dict[str, Any], *,
+             config: dict[str, Any], state: dict[str, Any], limits: Limits | None = None) -> CallResult:
+        """Run ``function(event, host)`` of a compiled script in fresh interpreter state.
+
+        Raises:
+            ScriptRuntimeError: cause 'error' (the script raised or misused host) or
+                'invalid_result' (its return is not None/a plain JSON object within the caps).
+            ScriptLimitError: cause 'timeout', 'memory' or 'crashed' (its worker died).
+        """
+        limits = limits or self.limits
+        message = {"op": "call", "language": script.language.value, "function": function,
+                   "script": {"key": script.key, "filename": script.filename},
+                   "event": event, "config": config, "state": state, "limits": limits.as_wire()}
+        # Loading (when no context was ready) and the call each get the full time limit.
+        answer = self._exchange(message, script.language, limits,
+                                deadline_s=2 * limits.timeout_ms / 1000, script=script)
+        if not answer["ok"]:
+            raise ScriptRuntimeError(str(answer.get("message", "script failed")),
+                                     language=script.language.value, cause="error")
+        return _result(answer, script.language)
+
+    def _exchange(self, message: dict[str, Any], language: Language, limits: Limits, *,
+                  deadline_s: float, script: CompiledScript | None = None) -> dict[str, Any]:
+        """One request on one worker; worker failures become ScriptLimitError, bad answers too."""
+        if _encoded_size(message) > limits.max_input_bytes:
+            raise ScriptRuntimeError(f"event, config and state are larger than {limits.max_input_bytes} bytes",
+                                     language=language.value)
+        worker = self._workers.take()
+        healthy = False
+        try:
+            if script is not None and script.key not in worker.known:
+                message["script"]["source"] = script.source
+            answer = worker.request(message, deadline_s=deadline_s + GRACE_S, max_bytes=_answer_cap(limits))
+            if answer.get("kind") == "need_source" and script is not None:
+                message["script"]["source"] = script.source
+                answer = worker.request(message, deadline_s=deadline_s + GRACE_S, max_bytes=_answer_cap(limits))
+            healthy = not answer.get("recycle") and answer.get("kind") != "crashed"
+            if script is not None and healthy:
+                worker.known.add(script.key)
+        except WorkerDied as exc:
+            if exc.timed_out:
+                raise ScriptLimitError(
+                    f"did not finish within {limits.timeout_ms} ms; its worker was stopped",
+                    language=language.value, cause="timeout") from exc
+            raise ScriptLimitError(f"the script's worker died: {exc}", language=language.value,
+                                   cause="crashed") from exc
+        finally:
+            self._workers.give_back(worker, healthy=healthy)
+        _raise_failure(answer, language)
+        return answer
+
+
+def _raise_failure(answer: dict[str, Any], language: Language) -> None:
+    if answer.get("ok") is True or answer.get("kind") == "compile":
+        return
+    kind, message = answer.get("kind"), str(answer.get("message", "script failed"))
+    if kind == "runtime":
+        raise ScriptRuntimeError(message, language=language.value, line=_int(answer.get("line")),
+                                 column=_int(answer.get("column")),
+                                 cause="invalid_result" if answer.get("cause") == "invalid_result" else "error")
+    if kind == "limit":
+        cause = answer.get("cause") if answer.get("cause") in ("timeout", "memory") else "crashed"
+        raise ScriptLimitError(message, language=language.value, cause=cause)
+    raise ScriptLimitError(message, language=language.value, cause="crashed")
+
+
+def _result(answer: dict[str, Any], language: Language) -> CallResult:
+    value, logs, emits, writes = (answer.get(k) for k in ("value", "logs", "emits", "state_writes"))
+    shapes_ok = (
+        (value is None or type(value) is dict) and type(logs) is list and type(emits) is list
+        and type(writes) is dict and all(type(x) is str for x in logs)
+        and all(type(e) is dict for e in emits)
+    )
+    if not shapes_ok:
+        raise ScriptLimitError("the worker answered a malformed result", language=language.value,
+                               cause="crashed")
+    duration = answer.get("duration_ms")
+    return CallResult(value=value, logs=logs, emits=emits, state_writes=writes,
+                      duration_ms=float(duration) if isinstance(duration, (int, float)) else 0.0)
+
+
+def check_functions(functions: list[str], source: str, *, filename: str,
+                    language: Language) -> list[Problem]:
+    """Problems with the script's on_<name> functions: misspelt points, or none at all."""
+    problems = []
+    for name in sorted(functions):
+        if name[3:] in _POINTS:
+            continue
+        close = suggest(name[3:], _POINTS)
+        line, column = _definition(source, name, language)
+        problems.append(Problem(filename, line, None, f"{name} is not a point function",
+                                hint=f"did you mean 'on_{close}'?" if close else None, column=column))
+    if not problems and not functions:
+        problems.append(Problem(filename, 1, None, "the script defines no on_<point> function",
+                                hint="e.g. on_tool_call(event, host)", column=1))
+    return problems
+
+
+def _definition(source: str, name: str, language: Language) -> tuple[int | None, int | None]:
+    keyword = "def" if language is Language.PYTHON else "function"
+    m = re.search(rf"^(.*?\b){keyword}\s+{re.escape(name)}\b", source, re.MULTILINE)
+    if m is None:
+        return None, None
+    return source.count("\n", 0, m.start()) + 1, len(m.group(1)) + 1
+
+
+def _problem(filename: str, raw: Any) -> Problem:
+    raw = raw if isinstance(raw, dict) else {}
+    return Problem(filename, _int(raw.get("line")), None, str(raw.get("message", "invalid script")),
+                   column=_int(raw.get("column")))
+
+
+def _int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def _encoded_size(message: dict[str, Any]) -> int:
+    try:
+        return len(json.dumps(message, separators=(",", ":")))
+    except (TypeError, ValueError) as exc:
+        raise ScriptRuntimeError(f"event, config and state must be JSON: {exc}") from exc
+
+
+def _answer_cap(limits: Limits) -> int:
+    escaped = 6  # \\uXXXX: the worst case of one character in JSON
+    return (limits.max_result_bytes * escaped + limits.max_log_lines * (limits.max_log_chars + 8) * escaped
+            + limits.max_emits * limits.max_emit_bytes * escaped
+            + limits.max_state_keys * (limits.max_state_value_bytes + limits.max_state_key_chars) * escaped
+            + 65_536)

@@ -1,0 +1,1 @@
+"""Sandbox tests: contract suite (both runtimes) and adversarial suite."""
