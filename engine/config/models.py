@@ -355,6 +355,9 @@ class HttpSettings(Strict):
     """Port to bind."""
     token_env: str = "HOOKENGINE_ADMIN_TOKEN"
     """Environment variable holding the admin bearer token; without one admin calls refuse."""
+    token: str = ""
+    """The admin bearer token itself (the environment variable wins). Prefer the variable:
+    a token in a file is a secret in a file."""
     max_body_bytes: int = Field(default=65536, gt=0)
     """Larger requests are refused with 413."""
 
