@@ -53,7 +53,7 @@ class WorkerPool:
         message = {"op": "compile", "language": lang.value, "source": source, "filename": filename,
                    "key": script.key, "limits": limits.as_wire()}
         try:
-            answer = self._exchange(message, lang, limits, deadline_s=limits.compile_timeout_ms / 1000)
+            answer = self._exchange(message, lang, limits, budget_ms=limits.compile_timeout_ms)
         except ScriptRuntimeError as exc:
             raise ScriptCompileError([Problem(filename, exc.line, None, exc.message)],
                                      language=lang.value) from exc
@@ -82,17 +82,22 @@ class WorkerPool:
         message = {"op": "call", "language": script.language.value, "function": function,
                    "script": {"key": script.key, "filename": script.filename},
                    "event": event, "config": config, "state": state, "limits": limits.as_wire()}
-        # Loading (when no context was ready) and the call each get the full time limit.
-        answer = self._exchange(message, script.language, limits,
-                                deadline_s=2 * limits.timeout_ms / 1000, script=script)
+        answer = self._exchange(message, script.language, limits, budget_ms=limits.timeout_ms,
+                                script=script)
         if not answer["ok"]:
             raise ScriptRuntimeError(str(answer.get("message", "script failed")),
                                      language=script.language.value, cause="error")
         return _result(answer, script.language)
 
     def _exchange(self, message: dict[str, Any], language: Language, limits: Limits, *,
-                  deadline_s: float, script: CompiledScript | None = None) -> dict[str, Any]:
-        """One request on one worker; worker failures become ScriptLimitError, bad answers too."""
+                  budget_ms: int, script: CompiledScript | None = None) -> dict[str, Any]:
+        """One request on one worker; worker failures become ScriptLimitError, bad answers too.
+
+        The wall-clock deadline is twice the budget plus a grace: the in-process limits count
+        CPU time, which lags wall time on a loaded machine, and a call may first have to load
+        its script (when no prepared context was ready), which gets a budget of its own.
+        """
+        deadline_s = 2 * budget_ms / 1000
         if _encoded_size(message) > limits.max_input_bytes:
             raise ScriptRuntimeError(f"event, config and state are larger than {limits.max_input_bytes} bytes",
                                      language=language.value)
@@ -111,7 +116,7 @@ class WorkerPool:
         except WorkerDied as exc:
             if exc.timed_out:
                 raise ScriptLimitError(
-                    f"did not finish within {limits.timeout_ms} ms; its worker was stopped",
+                    f"did not finish within {budget_ms} ms; its worker was stopped",
                     language=language.value, cause="timeout") from exc
             raise ScriptLimitError(f"the script's worker died: {exc}", language=language.value,
                                    cause="crashed") from exc
