@@ -18,10 +18,18 @@ _DIGITS = re.compile(r"\d+")
 _PADDING = frozenset({"ljust", "rjust", "center", "zfill"})
 _PLAIN_TYPES = (int, float, bool, list, dict, tuple, set, frozenset, type(None))
 _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
-    "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
-    "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow,
-    "<<=": operator.ilshift, ">>=": operator.irshift, "&=": operator.iand,
-    "|=": operator.ior, "^=": operator.ixor,
+    "+=": operator.iadd,
+    "-=": operator.isub,
+    "*=": operator.imul,
+    "/=": operator.itruediv,
+    "//=": operator.ifloordiv,
+    "%=": operator.imod,
+    "**=": operator.ipow,
+    "<<=": operator.ilshift,
+    ">>=": operator.irshift,
+    "&=": operator.iand,
+    "|=": operator.ior,
+    "^=": operator.ixor,
 }
 
 
@@ -49,18 +57,25 @@ class Budget:
 
     def sequence(self, size: int) -> None:
         if size > self.limits["max_sequence"]:
-            raise MemoryError(f"would build a sequence of {size} items (limit {self.limits['max_sequence']})")
+            raise MemoryError(
+                f"would build a sequence of {size} items (limit {self.limits['max_sequence']})"
+            )
 
     def bits(self, bits: int) -> None:
         if bits > self.limits["max_int_bits"]:
-            raise MemoryError(f"would build an integer of {bits} bits (limit {self.limits['max_int_bits']})")
+            raise MemoryError(
+                f"would build an integer of {bits} bits (limit {self.limits['max_int_bits']})"
+            )
 
 
 def make_guards(budget: Budget) -> dict[str, Any]:
     """The names RestrictedPython's output and our policy call, bound to one call's budget."""
+
     def binop(op: str, a: Any, b: Any) -> Any:
         check_binop(budget, op, a, b)
-        return {"*": operator.mul, "**": operator.pow, "<<": operator.lshift, "%": operator.mod}[op](a, b)
+        return {"*": operator.mul, "**": operator.pow, "<<": operator.lshift, "%": operator.mod}[
+            op
+        ](a, b)
 
     def inplacevar(op: str, a: Any, b: Any) -> Any:
         if op in ("*=", "**=", "<<=", "%="):
@@ -91,10 +106,15 @@ def make_guards(budget: Budget) -> dict[str, Any]:
 
     return {
         "_getattr_": lambda obj, name, *default: guarded_getattr(budget, obj, name, *default),
-        "_getitem_": operator.getitem, "_write_": guarded_write, "_getiter_": getiter,
-        "_iter_unpack_sequence_": iter_unpack, "_unpack_sequence_": unpack,
-        "_apply_": lambda f, *a, **kw: f(*a, **kw), "_inplacevar_": inplacevar,
-        "_binop_": binop, "_format_": lambda v, spec, conv: guarded_format(budget, v, spec, conv),
+        "_getitem_": operator.getitem,
+        "_write_": guarded_write,
+        "_getiter_": getiter,
+        "_iter_unpack_sequence_": iter_unpack,
+        "_unpack_sequence_": unpack,
+        "_apply_": lambda f, *a, **kw: f(*a, **kw),
+        "_inplacevar_": inplacevar,
+        "_binop_": binop,
+        "_format_": lambda v, spec, conv: guarded_format(budget, v, spec, conv),
         "_tick_": budget.tick,
     }
 
@@ -152,8 +172,12 @@ def guarded_getattr(budget: Budget, obj: Any, name: str, *default: Any) -> Any:
     kind = type(obj)
     allowed = (
         not name.startswith("_")
-        and (kind in _PLAIN_TYPES or kind in (Host, HostState) or kind is str
-             or (isinstance(obj, BaseException) and name == "args"))
+        and (
+            kind in _PLAIN_TYPES
+            or kind in (Host, HostState)
+            or kind is str
+            or (isinstance(obj, BaseException) and name == "args")
+        )
         and not (kind is str and name in ("format", "format_map"))
     )
     if not allowed:
@@ -162,8 +186,10 @@ def guarded_getattr(budget: Budget, obj: Any, name: str, *default: Any) -> Any:
     if kind is str and name in _PADDING:
         return _padded(budget, value)
     if kind is str and name == "expandtabs":
-        return lambda tabsize=8: (budget.sequence(len(obj) + obj.count("\t") * tabsize),
-                                  obj.expandtabs(tabsize))[1]
+        return lambda tabsize=8: (
+            budget.sequence(len(obj) + obj.count("\t") * tabsize),
+            obj.expandtabs(tabsize),
+        )[1]
     return value
 
 
@@ -171,6 +197,7 @@ def _padded(budget: Budget, method: Callable[..., str]) -> Callable[..., str]:
     def padded(width: int, *args: Any) -> str:
         budget.sequence(width)
         return method(width, *args)
+
     return padded
 
 
@@ -179,7 +206,9 @@ class HostState:
 
     __slots__ = ("_limits", "_snapshot", "_writes")
 
-    def __init__(self, snapshot: dict[str, Any], writes: dict[str, Any], limits: dict[str, int]) -> None:
+    def __init__(
+        self, snapshot: dict[str, Any], writes: dict[str, Any], limits: dict[str, int]
+    ) -> None:
         self._snapshot, self._writes, self._limits = snapshot, writes, limits
 
     def __repr__(self) -> str:
@@ -204,8 +233,9 @@ class HostState:
     def set(self, key: str, value: Any) -> None:
         self._key(key)
         limits = self._limits
-        copy = _plain_copy("host.state.set: value", value, limits["max_depth"],
-                           limits["max_state_value_bytes"])
+        copy = _plain_copy(
+            "host.state.set: value", value, limits["max_depth"], limits["max_state_value_bytes"]
+        )
         if copy is not None and not self._live(key):
             live = sum(1 for k in {*self._snapshot, *self._writes} if self._live(k))
             if live >= limits["max_state_keys"]:
@@ -218,7 +248,9 @@ class Host:
 
     __slots__ = ("_event", "_limits", "_out", "_regex", "config", "state")
 
-    def __init__(self, req: dict[str, Any], out: dict[str, Any], regex: Callable[[dict[str, Any]], Any]) -> None:
+    def __init__(
+        self, req: dict[str, Any], out: dict[str, Any], regex: Callable[[dict[str, Any]], Any]
+    ) -> None:
         self._event, self._limits, self._out, self._regex = req["event"], req["limits"], out, regex
         self.config = req["config"]
         self.state = HostState(req["state"], out["state_writes"], req["limits"])
@@ -268,8 +300,16 @@ class Host:
         for p in patterns:
             _check_text("host.redact", "pattern", p, limits["max_pattern_chars"])
         _check_text("host.redact", "replacement", replacement, limits["max_pattern_chars"])
-        return str(self._regex({"op": "redact", "text": text, "patterns": list(patterns),
-                                "replacement": replacement}))
+        return str(
+            self._regex(
+                {
+                    "op": "redact",
+                    "text": text,
+                    "patterns": list(patterns),
+                    "replacement": replacement,
+                }
+            )
+        )
 
 
 def _check_text(where: str, name: str, value: Any, cap: int) -> None:

@@ -13,17 +13,13 @@ from typing import Any
 # (the time limit counts CPU time of the whole process), so it uses the C module directly.
 import _quickjs
 
-from engine.sandbox.values import InvalidValue, check_result, finish
+from engine.sandbox.values import InvalidValue, RegexTimeout, check_result, finish
 
 LINE_OFFSET = 1000
-"""User source is loaded after this many newlines: frames above it are the user's, below are ours."""
+"""User source is loaded after this many newlines: frames past it are the user's."""
 _FRAME = re.compile(r"<input>:(\d+):(\d+)")
 _JS_DIR = Path(__file__).with_name("js")
 _READY_SCRIPTS = 16
-
-
-class RegexTimeout(Exception):
-    """host.match/redact for a Python script ran out of the call's time."""
 
 
 class _Context:
@@ -31,7 +27,9 @@ class _Context:
 
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
-        self.call, self.load, self.regex = (ctx.eval(f"__he.{n}") for n in ("call", "load", "regex"))
+        self.call, self.load, self.regex = (
+            ctx.eval(f"__he.{n}") for n in ("call", "load", "regex")
+        )
 
 
 class JavaScriptRuntime:
@@ -58,8 +56,9 @@ class JavaScriptRuntime:
         ctx.eval("delete globalThis.__he")
         return fns
 
-    def _load(self, source: str, limits: dict[str, int], *, timeout_ms: int,
-              with_host: bool = False) -> tuple[_Context, dict[str, Any]]:
+    def _load(
+        self, source: str, limits: dict[str, int], *, timeout_ms: int, with_host: bool = False
+    ) -> tuple[_Context, dict[str, Any]]:
         c = self._new(limits)
         c.ctx.set_time_limit(timeout_ms / 1000)
         try:
@@ -112,8 +111,13 @@ class JavaScriptRuntime:
             value = json.loads(raw["value"])
             check_result(value, limits)
         except (InvalidValue, RecursionError) as exc:
-            return {"ok": False, "kind": "runtime", "cause": "invalid_result",
-                    "message": str(exc) or "result: nested too deeply", "line": None}
+            return {
+                "ok": False,
+                "kind": "runtime",
+                "cause": "invalid_result",
+                "message": str(exc) or "result: nested too deeply",
+                "line": None,
+            }
         return finish(value, raw, limits, duration)
 
     def _remember(self, key: str, source: str, limits: dict[str, int], *, uses_host: bool) -> None:
@@ -133,7 +137,9 @@ class JavaScriptRuntime:
             return
         source, limits, uses_host = self._recent[key]
         try:
-            c, loaded = self._load(source, limits, timeout_ms=limits["timeout_ms"], with_host=uses_host)
+            c, loaded = self._load(
+                source, limits, timeout_ms=limits["timeout_ms"], with_host=uses_host
+            )
         except (_quickjs.JSException, _quickjs.StackOverflow):
             return
         if loaded["ok"]:
@@ -181,24 +187,51 @@ def _limit_reason(message: str, doing: str) -> str:
 
 
 def _compile_failure(message: str, line: int | None, column: int | None) -> dict[str, Any]:
-    return {"ok": False, "kind": "compile", "problems": [{"line": line, "column": column, "message": message}]}
+    return {
+        "ok": False,
+        "kind": "compile",
+        "problems": [{"line": line, "column": column, "message": message}],
+    }
 
 
 def _limit_failure(message: str, stack: bool) -> dict[str, Any]:
     if stack or "stack" in message:
-        return {"ok": False, "kind": "limit", "cause": "memory", "message": "stack limit exceeded (recursion too deep)"}
+        return {
+            "ok": False,
+            "kind": "limit",
+            "cause": "memory",
+            "message": "stack limit exceeded (recursion too deep)",
+        }
     if "interrupted" in message:
         return {"ok": False, "kind": "limit", "cause": "timeout", "message": "time limit exceeded"}
     if "out of memory" in message:
         return {"ok": False, "kind": "limit", "cause": "memory", "message": "memory limit exceeded"}
-    return {"ok": False, "kind": "runtime", "cause": "error", "message": message.splitlines()[0] if message else "error", "line": None}
+    return {
+        "ok": False,
+        "kind": "runtime",
+        "cause": "error",
+        "message": message.splitlines()[0] if message else "error",
+        "line": None,
+    }
 
 
 def _error(err: dict[str, Any], cause: str) -> dict[str, Any]:
     message = f"{err['type']}: {err['message']}"
     if err["type"] == "RangeError" and "call stack" in err["message"]:
-        return {"ok": False, "kind": "limit", "cause": "memory", "message": "stack limit exceeded (recursion too deep)"}
+        return {
+            "ok": False,
+            "kind": "limit",
+            "cause": "memory",
+            "message": "stack limit exceeded (recursion too deep)",
+        }
     if err["type"] == "InternalError" and "out of memory" in err["message"]:
         return {"ok": False, "kind": "limit", "cause": "memory", "message": "memory limit exceeded"}
     line, column = _user_position(err.get("stack", ""))
-    return {"ok": False, "kind": "runtime", "cause": cause, "message": message, "line": line, "column": column}
+    return {
+        "ok": False,
+        "kind": "runtime",
+        "cause": cause,
+        "message": message,
+        "line": line,
+        "column": column,
+    }

@@ -7,17 +7,57 @@ from typing import Any
 
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
-FORBIDDEN_NAMES = frozenset({
-    "exec", "eval", "compile", "open", "getattr", "setattr", "delattr", "hasattr", "type",
-    "vars", "dir", "globals", "locals", "id", "hash", "print", "input", "breakpoint", "help",
-    "memoryview", "object", "super", "classmethod", "staticmethod", "property", "iter",
-    "exit", "quit", "license", "credits", "copyright", "callable", "issubclass", "repr",
-    "ascii", "format", "bytearray", "bytes", "aiter", "anext",
-})
+FORBIDDEN_NAMES = frozenset(
+    {
+        "exec",
+        "eval",
+        "compile",
+        "open",
+        "getattr",
+        "setattr",
+        "delattr",
+        "hasattr",
+        "type",
+        "vars",
+        "dir",
+        "globals",
+        "locals",
+        "id",
+        "hash",
+        "print",
+        "input",
+        "breakpoint",
+        "help",
+        "memoryview",
+        "object",
+        "super",
+        "classmethod",
+        "staticmethod",
+        "property",
+        "iter",
+        "exit",
+        "quit",
+        "license",
+        "credits",
+        "copyright",
+        "callable",
+        "issubclass",
+        "repr",
+        "ascii",
+        "format",
+        "bytearray",
+        "bytes",
+        "aiter",
+        "anext",
+    }
+)
 """Built-ins a script may not even name: they reach interpreter internals, files or output."""
 
 GUARDED_BINOPS: dict[type[ast.operator], str] = {
-    ast.Mult: "*", ast.Pow: "**", ast.LShift: "<<", ast.Mod: "%",
+    ast.Mult: "*",
+    ast.Pow: "**",
+    ast.LShift: "<<",
+    ast.Mod: "%",
 }
 """Operators that can build huge values in one C call; they go through ``_binop_``."""
 
@@ -55,7 +95,9 @@ class ScriptPolicy(RestrictingNodeTransformer):
     def error(self, node: ast.AST, info: str) -> None:
         super().error(node, info)
         col = getattr(node, "col_offset", None)
-        self.problems.append((getattr(node, "lineno", None), None if col is None else col + 1, info))
+        self.problems.append(
+            (getattr(node, "lineno", None), None if col is None else col + 1, info)
+        )
 
     def visit_Import(self, node: ast.Import) -> Any:
         self.error(node, "imports are not allowed: scripts get everything through host")
@@ -90,7 +132,9 @@ class ScriptPolicy(RestrictingNodeTransformer):
         node = self.node_contents_visit(node)
         spec = node.format_spec if node.format_spec is not None else ast.Constant("")
         value = _call("_format_", node.value, spec, ast.Constant(node.conversion))
-        return copy_locations(ast.FormattedValue(value=value, conversion=-1, format_spec=None), node)
+        return copy_locations(
+            ast.FormattedValue(value=value, conversion=-1, format_spec=None), node
+        )
 
     def visit_For(self, node: ast.For) -> Any:
         node = super().visit_For(node)

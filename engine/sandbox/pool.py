@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -22,7 +23,8 @@ _ROOT = Path(__file__).resolve().parents[2]
 _BOOT = (
     "import sys, types\n"
     "for name, sub in (('engine', 'engine'), ('engine.sandbox', 'engine/sandbox')):\n"
-    "    m = types.ModuleType(name); m.__path__ = [sys.argv[1] + '/' + sub]; sys.modules[name] = m\n"
+    "    m = types.ModuleType(name); m.__path__ = [sys.argv[1] + '/' + sub]\n"
+    "    sys.modules[name] = m\n"
     "from engine.sandbox.worker import main\n"
     "main()\n"
 )
@@ -45,8 +47,12 @@ class Worker:
     def __init__(self, cwd: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", _BOOT, str(_ROOT)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=cwd, env={"LC_ALL": "C.UTF-8"}, close_fds=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=cwd,
+            env={"LC_ALL": "C.UTF-8"},
+            close_fds=True,
         )
         self._out = self.proc.stdout.fileno()  # type: ignore[union-attr]
         self._in = self.proc.stdin.fileno()  # type: ignore[union-attr]
@@ -56,7 +62,9 @@ class Worker:
         self._ready = False
         self.known: set[str] = set()
 
-    def request(self, message: dict[str, Any], *, deadline_s: float, max_bytes: int) -> dict[str, Any]:
+    def request(
+        self, message: dict[str, Any], *, deadline_s: float, max_bytes: int
+    ) -> dict[str, Any]:
         """Send one request and wait for its answer until the wall-clock deadline."""
         if not self._ready:
             self._read(time.monotonic() + START_TIMEOUT_S, 1024)
@@ -65,7 +73,7 @@ class Worker:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(self._in, view):]
+                view = view[os.write(self._in, view) :]
         except OSError as exc:
             raise WorkerDied(f"worker pipe closed: {exc}") from exc
         return self._read(time.monotonic() + deadline_s, max_bytes)
@@ -94,10 +102,8 @@ class Worker:
         """End the process (EOF first, then kill) and reap it, so nothing is left behind."""
         proc = self.proc
         for stream in (proc.stdin, proc.stdout):
-            try:
+            with contextlib.suppress(OSError):
                 stream.close()  # type: ignore[union-attr]
-            except OSError:
-                pass
         try:
             proc.wait(timeout=0.5)
         except subprocess.TimeoutExpired:

@@ -1,4 +1,4 @@
-"""The RestrictedPython runtime inside a sandbox worker: policy-checked code, fresh globals per call."""
+"""The RestrictedPython runtime in a sandbox worker: checked code, fresh globals per call."""
 
 from __future__ import annotations
 
@@ -12,16 +12,49 @@ from collections.abc import Callable
 from types import CodeType, FunctionType, TracebackType
 from typing import Any
 
-from engine.sandbox.guards import Budget, Deadline, Host, make_guards
+from engine.sandbox.guards import Budget, Deadline, Host, check_binop, make_guards
 from engine.sandbox.policy import ScriptPolicy
-from engine.sandbox.values import InvalidValue, check_result, finish
+from engine.sandbox.values import InvalidValue, RegexTimeout, check_result, finish
 
 _SAFE_BUILTINS = (
-    "abs", "all", "any", "bool", "chr", "dict", "divmod", "enumerate", "filter", "float",
-    "frozenset", "int", "isinstance", "len", "list", "map", "max", "min", "next", "ord",
-    "reversed", "round", "set", "sorted", "str", "sum", "tuple", "zip",
-    "ArithmeticError", "AssertionError", "Exception", "IndexError", "KeyError",
-    "LookupError", "RuntimeError", "TypeError", "ValueError", "ZeroDivisionError",
+    "abs",
+    "all",
+    "any",
+    "bool",
+    "chr",
+    "dict",
+    "divmod",
+    "enumerate",
+    "filter",
+    "float",
+    "frozenset",
+    "int",
+    "isinstance",
+    "len",
+    "list",
+    "map",
+    "max",
+    "min",
+    "next",
+    "ord",
+    "reversed",
+    "round",
+    "set",
+    "sorted",
+    "str",
+    "sum",
+    "tuple",
+    "zip",
+    "ArithmeticError",
+    "AssertionError",
+    "Exception",
+    "IndexError",
+    "KeyError",
+    "LookupError",
+    "RuntimeError",
+    "TypeError",
+    "ValueError",
+    "ZeroDivisionError",
 )
 _CODE_CACHE = 64
 RegexFn = Callable[..., Any]
@@ -46,8 +79,11 @@ class PythonRuntime:
         if failure is not None:
             where = failure.get("line")
             message = f"the script failed while loading: {failure['message']}"
-            return {"ok": False, "kind": "compile",
-                    "problems": [{"line": where, "column": None, "message": message}]}
+            return {
+                "ok": False,
+                "kind": "compile",
+                "problems": [{"line": where, "column": None, "message": message}],
+            }
         self._cache(req["key"], code, filename)
         names = [k for k, v in env.items() if k.startswith("on_") and isinstance(v, FunctionType)]
         return {"ok": True, "functions": names}
@@ -60,8 +96,13 @@ class PythonRuntime:
                 return {"ok": False, "kind": "need_source"}
             code, problems = translate(script["source"], script["filename"])
             if code is None:
-                return {"ok": False, "kind": "runtime", "cause": "error", "line": problems[0]["line"],
-                        "message": problems[0]["message"]}
+                return {
+                    "ok": False,
+                    "kind": "runtime",
+                    "cause": "error",
+                    "line": problems[0]["line"],
+                    "message": problems[0]["message"],
+                }
             cached = self._cache(script["key"], code, script["filename"])
         code, filename = cached
         budget = Budget(limits, timeout_ms=limits["timeout_ms"])
@@ -85,7 +126,13 @@ class PythonRuntime:
         try:
             check_result(result[0], limits)
         except InvalidValue as exc:
-            return {"ok": False, "kind": "runtime", "cause": "invalid_result", "message": str(exc), "line": None}
+            return {
+                "ok": False,
+                "kind": "runtime",
+                "cause": "invalid_result",
+                "message": str(exc),
+                "line": None,
+            }
         return finish(result[0], out, limits, duration)
 
     def _cache(self, key: str, code: CodeType, filename: str) -> tuple[CodeType, str]:
@@ -103,8 +150,9 @@ class PythonRuntime:
         env.update(make_guards(budget))
         return env
 
-    def _run(self, fn: Callable[[], None], budget: Budget, limits: dict[str, int],
-             filename: str) -> dict[str, Any] | None:
+    def _run(
+        self, fn: Callable[[], None], budget: Budget, limits: dict[str, int], filename: str
+    ) -> dict[str, Any] | None:
         """Run script code with the recursion and memory caps on; None on success."""
         old_limit = sys.getrecursionlimit()
         sys.setrecursionlimit(_depth() + limits["max_recursion"] + 30)
@@ -112,25 +160,41 @@ class PythonRuntime:
         try:
             fn()
         except Deadline:
-            return {"ok": False, "kind": "limit", "cause": "timeout", "message": "time limit exceeded"}
+            return {
+                "ok": False,
+                "kind": "limit",
+                "cause": "timeout",
+                "message": "time limit exceeded",
+            }
         except RecursionError:
-            return {"ok": False, "kind": "limit", "cause": "memory",
-                    "message": "stack limit exceeded (recursion too deep)"}
+            return {
+                "ok": False,
+                "kind": "limit",
+                "cause": "memory",
+                "message": "stack limit exceeded (recursion too deep)",
+            }
         except MemoryError as exc:
-            return {"ok": False, "kind": "limit", "cause": "memory", "recycle": True,
-                    "message": f"memory limit exceeded{': ' + str(exc) if str(exc) else ''}"}
+            return {
+                "ok": False,
+                "kind": "limit",
+                "cause": "memory",
+                "recycle": True,
+                "message": f"memory limit exceeded{': ' + str(exc) if str(exc) else ''}",
+            }
         except BaseException as exc:  # noqa: BLE001 - a script's SystemExit is its own failure
-            return {"ok": False, "kind": "runtime", "cause": "error",
-                    "message": f"{type(exc).__name__}: {exc}"[:1000],
-                    "line": _script_line(exc.__traceback__, filename)}
+            return {
+                "ok": False,
+                "kind": "runtime",
+                "cause": "error",
+                "message": f"{type(exc).__name__}: {exc}"[:1000],
+                "line": _script_line(exc.__traceback__, filename),
+            }
         finally:
             self._memory(0)
             sys.setrecursionlimit(old_limit)
         return None
 
     def _host_regex(self, op: dict[str, Any], *, budget: Budget, limits: dict[str, int]) -> Any:
-        from engine.sandbox.javascript import RegexTimeout
-
         budget.tick()
         try:
             return self._regex(op, remaining_s=budget.remaining(), memory_mb=limits["memory_mb"])
@@ -146,12 +210,18 @@ def translate(source: str, filename: str) -> tuple[CodeType | None, list[dict[st
         policy = ScriptPolicy()
         tree = policy.visit(tree)
         if policy.problems:
-            return None, [{"line": ln, "column": col, "message": msg} for ln, col, msg in policy.problems]
+            return None, [
+                {"line": ln, "column": col, "message": msg} for ln, col, msg in policy.problems
+            ]
         return compile(tree, filename, "exec"), []
     except SyntaxError as exc:
-        return None, [{"line": exc.lineno, "column": exc.offset, "message": f"syntax error: {exc.msg}"}]
+        return None, [
+            {"line": exc.lineno, "column": exc.offset, "message": f"syntax error: {exc.msg}"}
+        ]
     except (RecursionError, MemoryError):
-        return None, [{"line": 1, "column": None, "message": "the script is nested too deeply to compile"}]
+        return None, [
+            {"line": 1, "column": None, "message": "the script is nested too deeply to compile"}
+        ]
 
 
 def _range(budget: Budget, *args: Any) -> range:
@@ -162,8 +232,6 @@ def _range(budget: Budget, *args: Any) -> range:
 
 def _pow(budget: Budget, base: Any, exp: Any, mod: Any = None) -> Any:
     if mod is None:
-        from engine.sandbox.guards import check_binop
-
         check_binop(budget, "**", base, exp)
         return pow(base, exp)
     if type(mod) is int:

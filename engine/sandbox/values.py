@@ -9,6 +9,10 @@ from typing import Any
 SAFE_INT = 2**53 - 1
 
 
+class RegexTimeout(Exception):
+    """host.match/redact for a Python script ran out of the call's time."""
+
+
 class InvalidValue(Exception):
     """A value is not plain JSON or is over a cap; the message says what and where."""
 
@@ -60,10 +64,18 @@ def check_result(value: Any, limits: dict[str, int]) -> None:
         raise InvalidValue(f"result: larger than {limits['max_result_bytes']} bytes")
 
 
-def finish(value: Any, out: dict[str, Any], limits: dict[str, int], duration_ms: float) -> dict[str, Any]:
+def finish(
+    value: Any, out: dict[str, Any], limits: dict[str, int], duration_ms: float
+) -> dict[str, Any]:
     """The success response of a call, after the result passed check_result."""
     logs = list(out["logs"])
     if out.get("dropped_logs"):
         logs.append(f"[{out['dropped_logs']} more log lines dropped]")
-    return {"ok": True, "value": value, "logs": logs, "emits": out["emits"],
-            "state_writes": out["state_writes"], "duration_ms": duration_ms}
+    return {
+        "ok": True,
+        "value": value,
+        "logs": logs,
+        "emits": out["emits"],
+        "state_writes": out["state_writes"],
+        "duration_ms": duration_ms,
+    }

@@ -20,8 +20,12 @@ def harden() -> None:
     """Limits no script can lift: no files written, no processes, no core dumps, bounded memory."""
     # With RLIMIT_FSIZE at 0 a write raises EFBIG instead of killing us with SIGXFSZ.
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    for limit, value in ((resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0),
-                         (resource.RLIMIT_NPROC, 0), (resource.RLIMIT_NOFILE, 16)):
+    for limit, value in (
+        (resource.RLIMIT_FSIZE, 0),
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_NPROC, 0),
+        (resource.RLIMIT_NOFILE, 16),
+    ):
         resource.setrlimit(limit, (value, value))
     with open("/proc/self/statm", "rb") as f:
         size = int(f.read().split()[0]) * resource.getpagesize()
@@ -29,7 +33,9 @@ def harden() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
-def handle(req: dict[str, Any], line: str, py: PythonRuntime, js: JavaScriptRuntime) -> dict[str, Any]:
+def handle(
+    req: dict[str, Any], line: str, py: PythonRuntime, js: JavaScriptRuntime
+) -> dict[str, Any]:
     """Answer one request; every failure becomes an answer, never an exception."""
     runtime: Any = js if req["language"] == "javascript" else py
     if req["op"] == "compile":
@@ -56,8 +62,14 @@ def main() -> None:
         try:
             answer = handle(json.loads(line), line, py, js)
         except BaseException as exc:  # noqa: BLE001 - a worker bug must answer, not hang the host
-            answer = {"ok": False, "kind": "crashed", "message": f"worker error: {type(exc).__name__}: {exc}"[:500]}
-        out.write(json.dumps(answer, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n")
+            answer = {
+                "ok": False,
+                "kind": "crashed",
+                "message": f"worker error: {type(exc).__name__}: {exc}"[:500],
+            }
+        out.write(
+            json.dumps(answer, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
+        )
         out.flush()
         if answer.get("recycle"):
             return

@@ -47,30 +47,53 @@ class WorkerPool:
         limits = self.limits
         if len(source.encode("utf-8", "surrogatepass")) > limits.max_source_bytes:
             raise ScriptCompileError(
-                [Problem(filename, 1, None, f"script is larger than {limits.max_source_bytes} bytes")],
-                language=lang.value)
+                [
+                    Problem(
+                        filename, 1, None, f"script is larger than {limits.max_source_bytes} bytes"
+                    )
+                ],
+                language=lang.value,
+            )
         script = CompiledScript(lang, filename, source, frozenset())
-        message = {"op": "compile", "language": lang.value, "source": source, "filename": filename,
-                   "key": script.key, "limits": limits.as_wire()}
+        message = {
+            "op": "compile",
+            "language": lang.value,
+            "source": source,
+            "filename": filename,
+            "key": script.key,
+            "limits": limits.as_wire(),
+        }
         try:
             answer = self._exchange(message, lang, limits, budget_ms=limits.compile_timeout_ms)
         except ScriptRuntimeError as exc:
-            raise ScriptCompileError([Problem(filename, exc.line, None, exc.message)],
-                                     language=lang.value) from exc
+            raise ScriptCompileError(
+                [Problem(filename, exc.line, None, exc.message)], language=lang.value
+            ) from exc
         except ScriptLimitError as exc:
-            raise ScriptCompileError([Problem(filename, None, None, f"while loading: {exc.message}")],
-                                     language=lang.value) from exc
+            raise ScriptCompileError(
+                [Problem(filename, None, None, f"while loading: {exc.message}")],
+                language=lang.value,
+            ) from exc
         if not answer["ok"]:
-            raise ScriptCompileError([_problem(filename, p) for p in answer.get("problems", [])],
-                                     language=lang.value)
+            raise ScriptCompileError(
+                [_problem(filename, p) for p in answer.get("problems", [])], language=lang.value
+            )
         functions = [f for f in answer["functions"] if isinstance(f, str)]
         problems = check_functions(functions, source, filename=filename, language=lang)
         if problems:
             raise ScriptCompileError(problems, language=lang.value)
         return CompiledScript(lang, filename, source, frozenset(functions), key=script.key)
 
-    def call(self, script: CompiledScript, function: str, event: dict[str, Any], *,
-             config: dict[str, Any], state: dict[str, Any], limits: Limits | None = None) -> CallResult:
+    def call(
+        self,
+        script: CompiledScript,
+        function: str,
+        event: dict[str, Any],
+        *,
+        config: dict[str, Any],
+        state: dict[str, Any],
+        limits: Limits | None = None,
+    ) -> CallResult:
         """Run ``function(event, host)`` of a compiled script in fresh interpreter state.
 
         Raises:
@@ -79,18 +102,36 @@ class WorkerPool:
             ScriptLimitError: cause 'timeout', 'memory' or 'crashed' (its worker died).
         """
         limits = limits or self.limits
-        message = {"op": "call", "language": script.language.value, "function": function,
-                   "script": {"key": script.key, "filename": script.filename},
-                   "event": event, "config": config, "state": state, "limits": limits.as_wire()}
-        answer = self._exchange(message, script.language, limits, budget_ms=limits.timeout_ms,
-                                script=script)
+        message = {
+            "op": "call",
+            "language": script.language.value,
+            "function": function,
+            "script": {"key": script.key, "filename": script.filename},
+            "event": event,
+            "config": config,
+            "state": state,
+            "limits": limits.as_wire(),
+        }
+        answer = self._exchange(
+            message, script.language, limits, budget_ms=limits.timeout_ms, script=script
+        )
         if not answer["ok"]:
-            raise ScriptRuntimeError(str(answer.get("message", "script failed")),
-                                     language=script.language.value, cause="error")
+            raise ScriptRuntimeError(
+                str(answer.get("message", "script failed")),
+                language=script.language.value,
+                cause="error",
+            )
         return _result(answer, script.language)
 
-    def _exchange(self, message: dict[str, Any], language: Language, limits: Limits, *,
-                  budget_ms: int, script: CompiledScript | None = None) -> dict[str, Any]:
+    def _exchange(
+        self,
+        message: dict[str, Any],
+        language: Language,
+        limits: Limits,
+        *,
+        budget_ms: int,
+        script: CompiledScript | None = None,
+    ) -> dict[str, Any]:
         """One request on one worker; worker failures become ScriptLimitError, bad answers too.
 
         The wall-clock deadline is twice the budget plus a grace: the in-process limits count
@@ -99,17 +140,23 @@ class WorkerPool:
         """
         deadline_s = 2 * budget_ms / 1000
         if _encoded_size(message) > limits.max_input_bytes:
-            raise ScriptRuntimeError(f"event, config and state are larger than {limits.max_input_bytes} bytes",
-                                     language=language.value)
+            raise ScriptRuntimeError(
+                f"event, config and state are larger than {limits.max_input_bytes} bytes",
+                language=language.value,
+            )
         worker = self._workers.take()
         healthy = False
         try:
             if script is not None and script.key not in worker.known:
                 message["script"]["source"] = script.source
-            answer = worker.request(message, deadline_s=deadline_s + GRACE_S, max_bytes=_answer_cap(limits))
+            answer = worker.request(
+                message, deadline_s=deadline_s + GRACE_S, max_bytes=_answer_cap(limits)
+            )
             if answer.get("kind") == "need_source" and script is not None:
                 message["script"]["source"] = script.source
-                answer = worker.request(message, deadline_s=deadline_s + GRACE_S, max_bytes=_answer_cap(limits))
+                answer = worker.request(
+                    message, deadline_s=deadline_s + GRACE_S, max_bytes=_answer_cap(limits)
+                )
             healthy = not answer.get("recycle") and answer.get("kind") != "crashed"
             if script is not None and healthy:
                 worker.known.add(script.key)
@@ -117,9 +164,12 @@ class WorkerPool:
             if exc.timed_out:
                 raise ScriptLimitError(
                     f"did not finish within {budget_ms} ms; its worker was stopped",
-                    language=language.value, cause="timeout") from exc
-            raise ScriptLimitError(f"the script's worker died: {exc}", language=language.value,
-                                   cause="crashed") from exc
+                    language=language.value,
+                    cause="timeout",
+                ) from exc
+            raise ScriptLimitError(
+                f"the script's worker died: {exc}", language=language.value, cause="crashed"
+            ) from exc
         finally:
             self._workers.give_back(worker, healthy=healthy)
         _raise_failure(answer, language)
@@ -131,9 +181,13 @@ def _raise_failure(answer: dict[str, Any], language: Language) -> None:
         return
     kind, message = answer.get("kind"), str(answer.get("message", "script failed"))
     if kind == "runtime":
-        raise ScriptRuntimeError(message, language=language.value, line=_int(answer.get("line")),
-                                 column=_int(answer.get("column")),
-                                 cause="invalid_result" if answer.get("cause") == "invalid_result" else "error")
+        raise ScriptRuntimeError(
+            message,
+            language=language.value,
+            line=_int(answer.get("line")),
+            column=_int(answer.get("column")),
+            cause="invalid_result" if answer.get("cause") == "invalid_result" else "error",
+        )
     if kind == "limit":
         cause = answer.get("cause") if answer.get("cause") in ("timeout", "memory") else "crashed"
         raise ScriptLimitError(message, language=language.value, cause=cause)
@@ -143,20 +197,30 @@ def _raise_failure(answer: dict[str, Any], language: Language) -> None:
 def _result(answer: dict[str, Any], language: Language) -> CallResult:
     value, logs, emits, writes = (answer.get(k) for k in ("value", "logs", "emits", "state_writes"))
     shapes_ok = (
-        (value is None or type(value) is dict) and type(logs) is list and type(emits) is list
-        and type(writes) is dict and all(type(x) is str for x in logs)
+        (value is None or type(value) is dict)
+        and type(logs) is list
+        and type(emits) is list
+        and type(writes) is dict
+        and all(type(x) is str for x in logs)
         and all(type(e) is dict for e in emits)
     )
     if not shapes_ok:
-        raise ScriptLimitError("the worker answered a malformed result", language=language.value,
-                               cause="crashed")
+        raise ScriptLimitError(
+            "the worker answered a malformed result", language=language.value, cause="crashed"
+        )
     duration = answer.get("duration_ms")
-    return CallResult(value=value, logs=logs, emits=emits, state_writes=writes,
-                      duration_ms=float(duration) if isinstance(duration, (int, float)) else 0.0)
+    return CallResult(
+        value=value,
+        logs=logs,
+        emits=emits,
+        state_writes=writes,
+        duration_ms=float(duration) if isinstance(duration, (int, float)) else 0.0,
+    )
 
 
-def check_functions(functions: list[str], source: str, *, filename: str,
-                    language: Language) -> list[Problem]:
+def check_functions(
+    functions: list[str], source: str, *, filename: str, language: Language
+) -> list[Problem]:
     """Problems with the script's on_<name> functions: misspelt points, or none at all."""
     problems = []
     for name in sorted(functions):
@@ -164,11 +228,27 @@ def check_functions(functions: list[str], source: str, *, filename: str,
             continue
         close = suggest(name[3:], _POINTS)
         line, column = _definition(source, name, language)
-        problems.append(Problem(filename, line, None, f"{name} is not a point function",
-                                hint=f"did you mean 'on_{close}'?" if close else None, column=column))
+        problems.append(
+            Problem(
+                filename,
+                line,
+                None,
+                f"{name} is not a point function",
+                hint=f"did you mean 'on_{close}'?" if close else None,
+                column=column,
+            )
+        )
     if not problems and not functions:
-        problems.append(Problem(filename, 1, None, "the script defines no on_<point> function",
-                                hint="e.g. on_tool_call(event, host)", column=1))
+        problems.append(
+            Problem(
+                filename,
+                1,
+                None,
+                "the script defines no on_<point> function",
+                hint="e.g. on_tool_call(event, host)",
+                column=1,
+            )
+        )
     return problems
 
 
@@ -182,8 +262,13 @@ def _definition(source: str, name: str, language: Language) -> tuple[int | None,
 
 def _problem(filename: str, raw: Any) -> Problem:
     raw = raw if isinstance(raw, dict) else {}
-    return Problem(filename, _int(raw.get("line")), None, str(raw.get("message", "invalid script")),
-                   column=_int(raw.get("column")))
+    return Problem(
+        filename,
+        _int(raw.get("line")),
+        None,
+        str(raw.get("message", "invalid script")),
+        column=_int(raw.get("column")),
+    )
 
 
 def _int(value: Any) -> int | None:
@@ -199,7 +284,12 @@ def _encoded_size(message: dict[str, Any]) -> int:
 
 def _answer_cap(limits: Limits) -> int:
     escaped = 6  # \\uXXXX: the worst case of one character in JSON
-    return (limits.max_result_bytes * escaped + limits.max_log_lines * (limits.max_log_chars + 8) * escaped
-            + limits.max_emits * limits.max_emit_bytes * escaped
-            + limits.max_state_keys * (limits.max_state_value_bytes + limits.max_state_key_chars) * escaped
-            + 65_536)
+    return (
+        limits.max_result_bytes * escaped
+        + limits.max_log_lines * (limits.max_log_chars + 8) * escaped
+        + limits.max_emits * limits.max_emit_bytes * escaped
+        + limits.max_state_keys
+        * (limits.max_state_value_bytes + limits.max_state_key_chars)
+        * escaped
+        + 65_536
+    )

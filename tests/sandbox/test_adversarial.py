@@ -19,8 +19,14 @@ GRACE_S = 1.0
 CALL_DEADLINE_S = 2 * TEST_LIMITS.timeout_ms / 1000 + 0.25 + GRACE_S
 COMPILE_DEADLINE_S = 2 * TEST_LIMITS.compile_timeout_ms / 1000 + 0.25 + GRACE_S
 BENIGN = {
-    Language.PYTHON: "def on_tool_call(event, host):\n    return {'notice': event['name'], 'n': host.state.get('n')}\n",
-    Language.JAVASCRIPT: "function on_tool_call(event, host) { return {notice: event.name, n: host.state.get('n')}; }\n",
+    Language.PYTHON: (
+        "def on_tool_call(event, host):\n"
+        "    return {'notice': event['name'], 'n': host.state.get('n')}\n"
+    ),
+    Language.JAVASCRIPT: (
+        "function on_tool_call(event, host) {\n"
+        "  return {notice: event.name, n: host.state.get('n')};\n}\n"
+    ),
 }
 
 
@@ -47,15 +53,19 @@ def rss_at_start() -> int:
 
 @pytest.fixture(scope="module")
 def benign(hostile_pool: WorkerPool) -> dict[Language, CompiledScript]:
-    return {lang: hostile_pool.compile(src, filename=f"benign.{lang.value}", language=lang)
-            for lang, src in BENIGN.items()}
+    return {
+        lang: hostile_pool.compile(src, filename=f"benign.{lang.value}", language=lang)
+        for lang, src in BENIGN.items()
+    }
 
 
 def run_attack(pool: WorkerPool, attack: Attack, language: Language, workdir: Path) -> str:
     """Compile and call; return what came back (value or error), for the leak checks."""
     started = time.monotonic()
     try:
-        script = pool.compile(attack.source, filename=f"{attack.name}.{language.value}", language=language)
+        script = pool.compile(
+            attack.source, filename=f"{attack.name}.{language.value}", language=language
+        )
     except ScriptCompileError as exc:
         assert time.monotonic() - started < COMPILE_DEADLINE_S
         return str(exc)
@@ -63,7 +73,9 @@ def run_attack(pool: WorkerPool, attack: Attack, language: Language, workdir: Pa
     config = {"dir": str(workdir)}
     state = {"n": 1}
     try:
-        result = pool.call(script, "on_tool_call", {"name": "x", "time": "t"}, config=config, state=state)
+        result = pool.call(
+            script, "on_tool_call", {"name": "x", "time": "t"}, config=config, state=state
+        )
     except ScriptError as exc:
         outcome = f"{type(exc).__name__}({exc.cause}): {exc}"
     else:
@@ -73,8 +85,9 @@ def run_attack(pool: WorkerPool, attack: Attack, language: Language, workdir: Pa
     return outcome
 
 
-def check_aftermath(pool: WorkerPool, benign: dict[Language, CompiledScript], outcome: str,
-                    workdir: Path) -> None:
+def check_aftermath(
+    pool: WorkerPool, benign: dict[Language, CompiledScript], outcome: str, workdir: Path
+) -> None:
     assert SECRET not in outcome
     assert list(workdir.iterdir()) == [], "a file was written"
     assert not Path("/tmp/pwned").exists()
@@ -89,15 +102,25 @@ def test_there_are_enough_attacks() -> None:
 
 
 @pytest.mark.parametrize("attack", PYTHON, ids=lambda a: a.name)
-def test_python_attack_is_contained(hostile_pool: WorkerPool, benign: dict[Language, CompiledScript],
-                                    rss_at_start: int, attack: Attack, tmp_path: Path) -> None:
+def test_python_attack_is_contained(
+    hostile_pool: WorkerPool,
+    benign: dict[Language, CompiledScript],
+    rss_at_start: int,
+    attack: Attack,
+    tmp_path: Path,
+) -> None:
     outcome = run_attack(hostile_pool, attack, Language.PYTHON, tmp_path)
     check_aftermath(hostile_pool, benign, outcome, tmp_path)
 
 
 @pytest.mark.parametrize("attack", JAVASCRIPT, ids=lambda a: a.name)
-def test_javascript_attack_is_contained(hostile_pool: WorkerPool, benign: dict[Language, CompiledScript],
-                                        rss_at_start: int, attack: Attack, tmp_path: Path) -> None:
+def test_javascript_attack_is_contained(
+    hostile_pool: WorkerPool,
+    benign: dict[Language, CompiledScript],
+    rss_at_start: int,
+    attack: Attack,
+    tmp_path: Path,
+) -> None:
     outcome = run_attack(hostile_pool, attack, Language.JAVASCRIPT, tmp_path)
     check_aftermath(hostile_pool, benign, outcome, tmp_path)
 

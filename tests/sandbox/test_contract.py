@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import ScriptCompileError, ScriptLimitError, ScriptRuntimeError
-from engine.sandbox import Language, WorkerPool
+from engine.sandbox import CallResult, Language, WorkerPool
 from tests.sandbox.cases import CASES, COMPILE_CASES, FUNCTIONS, Case, Fails, Rejected, Returns
 
 LANGUAGES = [Language.PYTHON, Language.JAVASCRIPT]
@@ -29,7 +29,10 @@ def test_the_table_is_big_enough() -> None:
 @pytest.mark.parametrize("c", CASES, ids=lambda c: c.name)
 def test_call_contract(pool: WorkerPool, c: Case, language: Language) -> None:
     script = pool.compile(source(c, language), filename=filename(c, language), language=language)
-    call = lambda: pool.call(script, c.function, c.event, config=dict(c.config), state=dict(c.state))  # noqa: E731
+
+    def call() -> CallResult:
+        return pool.call(script, c.function, c.event, config=dict(c.config), state=dict(c.state))
+
     expect = c.expect
     if isinstance(expect, Returns):
         result = call()
@@ -76,7 +79,9 @@ def test_compile_lists_the_point_functions(pool: WorkerPool, language: Language)
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_state_is_per_call_snapshot_and_isolated_between_hooks(pool: WorkerPool, language: Language) -> None:
+def test_state_is_per_call_snapshot_and_isolated_between_hooks(
+    pool: WorkerPool, language: Language
+) -> None:
     c = next(c for c in CASES if c.name == "state_set_comes_back")
     a = pool.compile(source(c, language), filename="a." + filename(c, language), language=language)
     b = pool.compile(source(c, language), filename="b." + filename(c, language), language=language)
@@ -84,13 +89,15 @@ def test_state_is_per_call_snapshot_and_isolated_between_hooks(pool: WorkerPool,
     assert first.state_writes == {"count": 2}
     # The caller persists writes; nothing is kept in the sandbox between calls or hooks.
     assert pool.call(a, "on_tool_call", c.event, config={}, state={}).state_writes == {"count": 1}
-    assert pool.call(b, "on_tool_call", c.event, config={}, state={"count": 9}).state_writes == {"count": 10}
+    assert pool.call(b, "on_tool_call", c.event, config={}, state={"count": 9}).state_writes == {
+        "count": 10
+    }
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_globals_do_not_survive_between_calls(pool: WorkerPool, language: Language) -> None:
-    py = "seen = []\ndef on_tool_call(event, host):\n    seen.append(1)\n    return {'n': len(seen)}\n"
-    js = "var seen = [];\nfunction on_tool_call(event, host) { seen.push(1); return {n: seen.length}; }\n"
+    py = "seen = []\ndef on_tool_call(e, h):\n    seen.append(1)\n    return {'n': len(seen)}\n"
+    js = "var seen = [];\nfunction on_tool_call(e, h) { seen.push(1); return {n: seen.length}; }\n"
     src = py if language is Language.PYTHON else js
     script = pool.compile(src, filename="g", language=language)
     for _ in range(4):
@@ -104,5 +111,9 @@ def test_many_threads_share_the_pool(pool: WorkerPool, language: Language) -> No
     c = next(c for c in CASES if c.name == "returns_event_fields")
     script = pool.compile(source(c, language), filename=filename(c, language), language=language)
     with ThreadPoolExecutor(8) as ex:
-        results = list(ex.map(lambda _: pool.call(script, "on_tool_call", c.event, config={}, state={}), range(64)))
+        results = list(
+            ex.map(
+                lambda _: pool.call(script, "on_tool_call", c.event, config={}, state={}), range(64)
+            )
+        )
     assert all(r.value == {"notice": "delete_file:a.txt"} for r in results)
