@@ -33,6 +33,8 @@ class GuardConfig(HookBase):
     """Tool names to block."""
     gated: bool = False
     """Wait for GATE before answering."""
+    say_version: bool = True
+    """Name the hook's version in the block reason."""
 
 
 @dataclass
@@ -45,7 +47,8 @@ class GuardHook(SpecHook):
             ENTERED.set()
             GATE.wait(10)
         if event["name"] in self.config.forbidden:
-            return {"block": f"{event['name']} is forbidden (version {self.version})"}
+            said = f" (version {self.version})" if self.config.say_version else ""
+            return {"block": f"{event['name']} is forbidden{said}"}
         return None
 
     def close(self) -> None:
