@@ -50,6 +50,9 @@ class ReplayReport:
     skipped: int = 0
     """Records of agents or points the engine does not have."""
     differences: list[Difference] = field(default_factory=list)
+    """Enforced decisions that differ (what the host would now do differently)."""
+    shadow_differences: list[Difference] = field(default_factory=list)
+    """Same enforced decision, but a shadow hook now decides differently."""
     kinds: Counter[str] = field(default_factory=Counter)
     shadow_before: Counter[str] = field(default_factory=Counter)
     """Per shadow hook: how many recorded events it would have changed."""
@@ -118,6 +121,10 @@ class Replayer:
         kind, fields = classify(before, after)
         if not fields:
             report.same += 1
+            if _norm(shadow_before) != shadow_after:
+                report.shadow_differences.append(Difference(
+                    record, "shadow decision changed", (), before, after, shadow_before,
+                    shadow_after))
             return
         report.kinds[kind] += 1
         report.differences.append(Difference(record, kind, fields, before, after,
@@ -154,9 +161,16 @@ def report_lines(report: ReplayReport, *, limit: int = 50) -> list[str]:
         lines += difference_lines(diff)
     if len(report.differences) > limit:
         lines.append(f"... {len(report.differences) - limit} more differences")
+    for diff in report.shadow_differences[:limit]:
+        lines += difference_lines(diff)
+    if len(report.shadow_differences) > limit:
+        lines.append(f"... {len(report.shadow_differences) - limit} more shadow differences")
     lines.append(f"replayed {report.total}: {report.same} same, {len(report.differences)} "
                  f"differ, {report.skipped} skipped")
     lines += [f"  {count:6d}  {kind}" for kind, count in report.kinds.most_common()]
+    if report.shadow_differences:
+        lines.append(f"  {len(report.shadow_differences):6d}  shadow decision changed "
+                     "(enforced decision the same)")
     for hook in sorted(set(report.shadow_before) | set(report.shadow_after)):
         lines.append(f"  shadow {hook}: would change {report.shadow_after[hook]} events now "
                      f"(recorded: {report.shadow_before[hook]})")

@@ -110,7 +110,7 @@ def _replay_data(report: Any) -> dict[str, Any]:
                          "before": {f: d.before.get(f) for f in d.fields},
                          "after": {f: d.after.get(f) for f in d.fields},
                          "shadow_before": d.shadow_before, "shadow_after": d.shadow_after}
-                        for d in report.differences],
+                        for d in report.differences + report.shadow_differences],
     }
 
 
