@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.config import ProjectConfig, load_project
 from engine.config.loader import AgentSpec, HookSpec
-from engine.config.models import EngineSettings, RecordsSettings
+from engine.config.models import EngineSettings
 from engine.errors import ConfigError, EngineError, Problem, ScriptCompileError
 from engine.kinds import BuildEnv, build_hook
 from engine.kinds.base import Memo
