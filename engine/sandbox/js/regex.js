@@ -220,7 +220,8 @@
     p.stamp++;
     for (var i = from; i <= n; i++) {
       if (best === null) { addThread(p, clist, 0, i, text, i); }
-      if (clist.pc.length === 0) { break; }
+      // No live thread: done if a match was found; else a later start may still match.
+      if (clist.pc.length === 0) { if (best !== null) { break; } p.stamp++; continue; }
       var c = i < n ? text.charCodeAt(i) : -1, nlist = { pc: [], st: [] };
       p.stamp++;
       for (var t = 0; t < clist.pc.length; t++) {
