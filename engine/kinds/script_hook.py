@@ -1,0 +1,132 @@
+"""Kind ``script_hook``: a user script (Python or JavaScript) run in the sandbox worker pool."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from engine.changes import Change, parse_change
+from engine.config.loader import HookSpec, show
+from engine.config.models import ScriptHookConfig
+from engine.errors import ConfigError, Problem, ScriptError
+from engine.kinds import BuildEnv
+from engine.kinds.base import HookContext
+from engine.kinds.common import SpecHook
+from engine.points import Point
+from engine.sandbox import CompiledScript, Language, Limits, WorkerPool
+
+_LANGUAGES = {".py": Language.PYTHON, ".js": Language.JAVASCRIPT}
+_USES_STATE = re.compile(r"\bstate\b")
+
+
+@dataclass(kw_only=True)
+class ScriptHook(SpecHook):
+    """Calls ``on_<point>(event, host)`` of a compiled script for each subscribed point.
+
+    State is loaded for (agent:hook, scope) before the call only if the script's source
+    mentions ``state`` at all, and saved only when the call succeeded and its change is valid.
+    """
+
+    config: ScriptHookConfig
+    pool: WorkerPool
+    script: CompiledScript
+    limits: Limits
+    points: frozenset[Point]  # type: ignore[misc]  # per instance, unlike the other kinds
+    uses_state: bool
+
+    def run(self, point: Point, event: dict[str, Any], ctx: HookContext) -> Change:
+        state_key = f"{ctx.agent}:{self.name}"
+        state = ctx.store.state_load(state_key, ctx.scope_key) if self.uses_state else {}
+        try:
+            # The pool sends the event as JSON: the script gets a copy, never a host object.
+            result = self.pool.call(
+                self.script,
+                f"on_{point.value}",
+                event,
+                config=self.config.config,
+                state=state,
+                limits=self.limits,
+            )
+        except ScriptError as exc:
+            raise _located(exc, self.name, self.script.filename) from exc
+        ctx.logs.extend(result.logs)
+        ctx.events.extend(result.emits)
+        change = parse_change(point, result.value, hook=self.name, event=event)
+        if result.state_writes:
+            ctx.store.state_save(state_key, ctx.scope_key, result.state_writes)
+            ctx.extras["state_writes"] = result.state_writes
+        return change
+
+
+def _located(exc: ScriptError, hook: str, filename: str) -> ScriptError:
+    """The same error, its message led by ``file:line:column`` when the sandbox knows them."""
+    where = filename
+    if exc.line is not None:
+        where += f":{exc.line}" + (f":{exc.column}" if exc.column is not None else "")
+    return type(exc)(
+        f"{where}: {exc.message}",
+        hook=hook,
+        language=exc.language,
+        line=exc.line,
+        column=exc.column,
+        cause=exc.cause,
+    )
+
+
+def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
+    """Compile the hook's script in the sandbox and subscribe it to its points.
+
+    Raises:
+        ScriptCompileError: the script does not compile (every problem, with line and column).
+        ConfigError: a ``points:`` entry names a point the script defines no function for.
+    """
+    config: ScriptHookConfig = spec.config
+    if spec.script_path is not None:
+        language = _LANGUAGES[spec.script_path.suffix]
+        source, filename = spec.script_text or "", _shown(spec)
+    else:
+        language, source, filename = Language(config.language), config.source or "", spec.shown
+    pool: WorkerPool = env.sandbox()
+    script = pool.compile(source, filename=filename, language=language)
+    defined = frozenset(Point(name[3:]) for name in script.functions)
+    points = _subscribed(spec, config, defined)
+    defaults = env.settings.scripts
+    limits = Limits(
+        timeout_ms=config.timeout_ms or defaults.timeout_ms,
+        memory_mb=config.memory_mb or defaults.memory_mb,
+    )
+    return ScriptHook(
+        spec=spec,
+        config=config,
+        pool=pool,
+        script=script,
+        limits=limits,
+        points=points,
+        uses_state=bool(_USES_STATE.search(source)),
+    )
+
+
+def _shown(spec: HookSpec) -> str:
+    return show(spec.script_path) if spec.script_path is not None else spec.shown
+
+
+def _subscribed(
+    spec: HookSpec, config: ScriptHookConfig, defined: frozenset[Point]
+) -> frozenset[Point]:
+    if config.points is None:
+        return defined
+    problems = [
+        Problem(
+            spec.shown,
+            spec.line("points", i),
+            "points",
+            f"the script defines no on_{point.value} function",
+            hint=f"defined: {', '.join(sorted('on_' + p.value for p in defined))}",
+        )
+        for i, point in enumerate(config.points)
+        if point not in defined
+    ]
+    if problems:
+        raise ConfigError(problems)
+    return frozenset(config.points)
