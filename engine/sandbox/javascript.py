@@ -1,4 +1,11 @@
-"""The QuickJS runtime inside a sandbox worker: a fresh frozen context per call, made ahead."""
+"""The QuickJS runtime inside a sandbox worker: one prepared, frozen context per script, reused.
+
+A context is prepared once per script (prelude, deep freeze, sealed globalThis, the script's
+wrapper parsed) and then serves many calls: each call runs the script's top-level code again in
+a new function scope, so nothing a call creates is reachable by the next. A context is thrown
+away after any failure, after ``RECYCLE_CALLS`` calls, or when a call left memory behind; its
+replacement is prepared between calls, off the call's path.
+"""
 
 from __future__ import annotations
 
@@ -13,38 +20,54 @@ from typing import Any
 # (the time limit counts CPU time of the whole process), so it uses the C module directly.
 import _quickjs
 
-from engine.sandbox.values import InvalidValue, RegexTimeout, check_result, finish
+from engine.sandbox.values import RegexTimeout
 
 LINE_OFFSET = 1000
-"""User source is loaded after this many newlines: frames past it are the user's."""
+"""User source starts on line LINE_OFFSET + 1 of what QuickJS sees: later frames are the user's."""
+RECYCLE_CALLS = 500
+"""Calls one context serves before it is replaced (bounds garbage a script leaves in it)."""
+LEFTOVER_SHARE = 4
+"""A context is replaced when a call left more than memory_mb / LEFTOVER_SHARE in use."""
 _FRAME = re.compile(r"<input>:(\d+):(\d+)")
+_NAMES = re.compile(r"\bon_[A-Za-z0-9_]+")
+_USES_REGEX = re.compile(r"\b(match|redact)\b")
 _JS_DIR = Path(__file__).with_name("js")
 _READY_SCRIPTS = 16
+_CHECK = (
+    "(function (s) { try { (0, eval)(s); } catch (e) {"
+    " if (e instanceof SyntaxError) { return JSON.stringify({ message: String(e.message),"
+    " stack: String(e.stack) }); } } return null; })(__heSource)"
+)
+"""Parses a source as a Script without running any of it (it is led by ``throw 0;``)."""
 
 
 class _Context:
-    __slots__ = ("call", "ctx", "load", "regex")
+    __slots__ = ("baseline", "call", "calls", "ctx", "prepare", "regex")
 
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
-        self.call, self.load, self.regex = (
-            ctx.eval(f"__he.{n}") for n in ("call", "load", "regex")
+        self.call, self.prepare, self.regex = (
+            ctx.eval(f"__he.{n}") for n in ("call", "prepare", "regex")
         )
+        self.calls = 0
+        self.baseline = 0
 
 
 class JavaScriptRuntime:
-    """Compiles and calls JavaScript; keeps one loaded context ready per recent script."""
+    """Compiles and calls JavaScript; keeps one prepared context per recent script."""
 
     def __init__(self) -> None:
         self._regex_src = (_JS_DIR / "regex.js").read_text(encoding="utf-8")
         self._host_src = (_JS_DIR / "host.js").read_text(encoding="utf-8")
         self._prelude = (_JS_DIR / "prelude.js").read_text(encoding="utf-8")
         self._ready: OrderedDict[str, _Context] = OrderedDict()
-        self._recent: OrderedDict[str, tuple[str, dict[str, int], bool]] = OrderedDict()
+        self._recent: OrderedDict[str, tuple[str, dict[str, int]]] = OrderedDict()
         self._regex_ctx: _Context | None = None
         self._used: list[_Context] = []
+        self._last: tuple[str, _Context] | None = None
+        self._limits_text: dict[str, str] = {}
 
-    def _new(self, limits: dict[str, int]) -> _Context:
+    def _new(self, limits: dict[str, int], *, sealed: bool = True) -> _Context:
         ctx = _quickjs.Context()
         ctx.set_memory_limit(limits["memory_mb"] * 1024 * 1024)
         ctx.set_max_stack_size(limits["stack_kb"] * 1024)
@@ -53,33 +76,51 @@ class JavaScriptRuntime:
         ctx.set("__heRegex", self._regex_src)
         ctx.eval(self._prelude)
         fns = _Context(ctx)
-        ctx.eval("delete globalThis.__he")
+        ctx.eval("delete globalThis.__he;" + ("Object.freeze(globalThis);" if sealed else "") + "0")
         return fns
 
-    def _load(
-        self, source: str, limits: dict[str, int], *, timeout_ms: int, with_host: bool = False
-    ) -> tuple[_Context, dict[str, Any]]:
+    def _prepare(
+        self, source: str, limits: dict[str, int], *, timeout_ms: int, trial: bool = False
+    ) -> tuple[_Context | None, dict[str, Any]]:
+        """A sealed context with the script's wrapper parsed (and, on trial, run once).
+
+        The source is first parsed on its own as a Script in a bare context (nothing runs): a
+        source that is not a Script, e.g. one that closes the wrapper's brace, never reaches it.
+        """
+        failure = _syntax_error(source, limits)
+        if failure is not None:
+            return None, {"ok": False, "error": failure}
+        names = sorted(set(_NAMES.findall(source)))
+        table = ", ".join(f'{n}: typeof {n} === "function" ? {n} : undefined' for n in names)
+        wrapped = "(function () {" + "\n" * LINE_OFFSET + source + "\n;return {" + table + "};})"
         c = self._new(limits)
         c.ctx.set_time_limit(timeout_ms / 1000)
         try:
-            raw = c.load("\n" * LINE_OFFSET + source, with_host)
+            raw = c.prepare(wrapped, "host" in source, bool(_USES_REGEX.search(source)), trial)
         finally:
             c.ctx.set_time_limit(-1)
+        c.baseline = c.ctx.memory()["memory_used_size"]
         return c, json.loads(raw)
 
     def compile(self, req: dict[str, Any]) -> dict[str, Any]:
         limits = req["limits"]
         try:
-            _, loaded = self._load(req["source"], limits, timeout_ms=limits["compile_timeout_ms"])
+            c, loaded = self._prepare(
+                req["source"], limits, timeout_ms=limits["compile_timeout_ms"], trial=True
+            )
         except (_quickjs.JSException, _quickjs.StackOverflow) as exc:
             return _compile_failure(_limit_reason(str(exc), "loading the script"), None, None)
         if not loaded["ok"]:
             err = loaded["error"]
             line, col = _user_position(err["stack"])
-            return _compile_failure(f"{err['type']}: {err['message']}", line, col)
+            kind = f"{err['type']}: " if err.get("type") else "SyntaxError: "
+            return _compile_failure(f"{kind}{err['message']}", line, col)
+        if c is not None:
+            self._keep(req["key"], req["source"], limits, c)
         return {"ok": True, "functions": loaded["functions"]}
 
-    def call(self, req: dict[str, Any], line: str) -> dict[str, Any]:
+    def call(self, req: dict[str, Any], line: str) -> dict[str, Any] | str:
+        """Run one call; a success comes back as the finished answer line (see prelude.js)."""
         script, limits = req["script"], req["limits"]
         key = script["key"]
         known = self._recent.get(key)
@@ -88,61 +129,88 @@ class JavaScriptRuntime:
             return {"ok": False, "kind": "need_source"}
         c = self._ready.pop(key, None)
         started = time.perf_counter()
+        healthy = False
         try:
             if c is None:
-                c, loaded = self._load(source, limits, timeout_ms=limits["timeout_ms"])
+                c, loaded = self._prepare(source, limits, timeout_ms=limits["timeout_ms"])
                 if not loaded["ok"]:
                     return _error(loaded["error"], "error")
+            assert c is not None
             c.ctx.set_memory_limit(limits["memory_mb"] * 1024 * 1024)
+            c.ctx.set_max_stack_size(limits["stack_kb"] * 1024)
             c.ctx.set_time_limit(limits["timeout_ms"] / 1000)
-            raw = json.loads(c.call(line))
+            raw: str = c.call(line, self._limits_json(req["limits_key"], limits))
+            c.ctx.set_time_limit(-1)
+            healthy = raw.startswith('{"ok":true,')
         except (_quickjs.JSException, _quickjs.StackOverflow) as exc:
             return _limit_failure(str(exc), isinstance(exc, _quickjs.StackOverflow))
         finally:
-            # Freeing a context costs about as much as making one: do it after the answer.
-            self._used.append(c)  # type: ignore[arg-type]
-            self._remember(key, source, limits, uses_host=bool(known and known[2]))
-        duration = (time.perf_counter() - started) * 1000
-        if raw.get("uses_host"):
-            self._recent[key] = (source, limits, True)
-        if not raw["ok"]:
-            return _error(raw["error"], "invalid_result" if raw["error"]["invalid"] else "error")
-        try:
-            value = json.loads(raw["value"])
-            check_result(value, limits)
-        except (InvalidValue, RecursionError) as exc:
-            return {
-                "ok": False,
-                "kind": "runtime",
-                "cause": "invalid_result",
-                "message": str(exc) or "result: nested too deeply",
-                "line": None,
-            }
-        return finish(value, raw, limits, duration)
+            self._after(key, source, limits, c, healthy=healthy)
+        if healthy:
+            duration = (time.perf_counter() - started) * 1000
+            return f'{raw[:-1]},"duration_ms":{duration:.4f}}}'
+        err = json.loads(raw)["error"]
+        return _error(err, "invalid_result" if err["invalid"] else "error")
 
-    def _remember(self, key: str, source: str, limits: dict[str, int], *, uses_host: bool) -> None:
-        self._recent[key] = (source, limits, uses_host)
+    def _limits_json(self, key: str, limits: dict[str, int]) -> str:
+        text = self._limits_text.get(key)
+        if text is None:
+            text = json.dumps(limits, separators=(",", ":"))
+            self._limits_text = {key: text}  # one set of limits is the common case
+        return text
+
+    def _after(
+        self, key: str, source: str, limits: dict[str, int], c: _Context | None, *, healthy: bool
+    ) -> None:
+        """Keep a context that served a call well; anything else is freed after the answer."""
+        self._remember(key, source, limits)
+        if c is None:
+            return
+        c.calls += 1
+        if healthy and c.calls < RECYCLE_CALLS:
+            self._ready[key] = c
+            self._last = (key, c)
+        else:
+            # Freeing a context costs about as much as making one: do it after the answer.
+            self._used.append(c)
+
+    def _keep(self, key: str, source: str, limits: dict[str, int], c: _Context) -> None:
+        self._remember(key, source, limits)
+        old = self._ready.pop(key, None)
+        if old is not None:
+            self._used.append(old)
+        self._ready[key] = c
+
+    def _remember(self, key: str, source: str, limits: dict[str, int]) -> None:
+        self._recent[key] = (source, limits)
         self._recent.move_to_end(key)
         while len(self._recent) > _READY_SCRIPTS:
             old, _ = self._recent.popitem(last=False)
-            self._ready.pop(old, None)
+            gone = self._ready.pop(old, None)
+            if gone is not None:
+                self._used.append(gone)
 
     def prepare(self) -> None:
-        """Between calls: free used contexts, load the latest script into a fresh one."""
+        """Between calls: retire a context a call left memory in, free used ones, prepare anew."""
+        last, self._last = self._last, None
+        if last is not None:
+            key, c = last
+            leftover = c.ctx.memory()["memory_used_size"] - c.baseline
+            limit = self._recent[key][1]["memory_mb"] * 1024 * 1024 if key in self._recent else 0
+            if leftover > limit // LEFTOVER_SHARE and self._ready.get(key) is c:
+                self._used.append(self._ready.pop(key))
         self._used.clear()
         if not self._recent:
             return
         key = next(reversed(self._recent))
         if key in self._ready:
             return
-        source, limits, uses_host = self._recent[key]
+        source, limits = self._recent[key]
         try:
-            c, loaded = self._load(
-                source, limits, timeout_ms=limits["timeout_ms"], with_host=uses_host
-            )
+            c, loaded = self._prepare(source, limits, timeout_ms=limits["compile_timeout_ms"])
         except (_quickjs.JSException, _quickjs.StackOverflow):
             return
-        if loaded["ok"]:
+        if c is not None and loaded["ok"]:
             self._ready[key] = c
 
     def regex(self, op: dict[str, Any], *, remaining_s: float, memory_mb: int) -> Any:
@@ -166,6 +234,25 @@ class JavaScriptRuntime:
         if not raw["ok"]:
             raise ValueError(raw["error"]["message"])
         return raw["value"]
+
+
+def _syntax_error(source: str, limits: dict[str, int]) -> dict[str, Any] | None:
+    """The SyntaxError of ``source`` parsed as a Script on its own, or None; nothing runs."""
+    ctx = _quickjs.Context()
+    ctx.set_memory_limit(max(limits["memory_mb"], 8) * 1024 * 1024)
+    ctx.set_max_stack_size(limits["stack_kb"] * 1024)
+    ctx.set("__heSource", "throw 0;" + "\n" * LINE_OFFSET + source)
+    ctx.set_time_limit(limits["compile_timeout_ms"] / 1000)
+    raw = ctx.eval(_CHECK)
+    if raw is None:
+        return None
+    err = json.loads(raw)
+    return {
+        "type": "SyntaxError",
+        "message": err["message"],
+        "stack": err["stack"],
+        "invalid": False,
+    }
 
 
 def _user_position(stack: str) -> tuple[int | None, int | None]:

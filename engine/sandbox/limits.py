@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -71,6 +72,16 @@ class Limits:
             wire = asdict(self)
             object.__setattr__(self, "_wire", wire)
         return wire
+
+    @property
+    def key(self) -> str:
+        """A short digest of the wire form: a worker that has these limits is sent only this."""
+        key: str | None = self.__dict__.get("_key")
+        if key is None:
+            text = json.dumps(self.as_wire(), sort_keys=True)
+            key = hashlib.sha256(text.encode()).hexdigest()[:16]
+            object.__setattr__(self, "_key", key)
+        return key
 
 
 @dataclass(frozen=True)

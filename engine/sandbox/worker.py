@@ -33,13 +33,33 @@ def harden() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
+_LIMITS_KEPT = 256
+
+
 def handle(
-    req: dict[str, Any], line: str, py: PythonRuntime, js: JavaScriptRuntime
-) -> dict[str, Any]:
-    """Answer one request; every failure becomes an answer, never an exception."""
+    req: dict[str, Any],
+    line: str,
+    py: PythonRuntime,
+    js: JavaScriptRuntime,
+    limits: dict[str, dict[str, int]],
+) -> dict[str, Any] | str:
+    """Answer one request; every failure becomes an answer, never an exception.
+
+    A JavaScript call may answer with its response line already encoded (by the script's own
+    context, which also checked the result), so the worker does not decode and encode it again.
+    """
+    key = req.get("limits_key")
+    if "limits" in req:
+        if len(limits) >= _LIMITS_KEPT:
+            limits.clear()
+        limits[key] = req["limits"]
+    elif key in limits:
+        req["limits"] = limits[key]
+    else:
+        return {"ok": False, "kind": "need_source"}
     runtime: Any = js if req["language"] == "javascript" else py
     if req["op"] == "compile":
-        return runtime.compile(req)
+        return runtime.compile(req)  # type: ignore[no-any-return]
     if req["language"] == "javascript":
         return js.call(req, line)
     return py.call(req)
@@ -52,6 +72,7 @@ def main() -> None:
     py = PythonRuntime(js.regex, address_space_limiter())
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     max_line = int(os.environ.get("HOOKENGINE_MAX_REQUEST", "8000000"))
+    limits: dict[str, dict[str, int]] = {}
     out.write(b'{"ready":true}\n')
     out.flush()
     while True:
@@ -60,17 +81,21 @@ def main() -> None:
             return
         line = raw.decode("utf-8")
         try:
-            answer = handle(json.loads(line), line, py, js)
+            answer = handle(json.loads(line), line, py, js, limits)
         except BaseException as exc:  # noqa: BLE001 - a worker bug must answer, not hang the host
             answer = {
                 "ok": False,
                 "kind": "crashed",
                 "message": f"worker error: {type(exc).__name__}: {exc}"[:500],
             }
-        out.write(
-            json.dumps(answer, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
-        )
-        out.flush()
-        if answer.get("recycle"):
-            return
+        if isinstance(answer, str):
+            out.write(answer.encode("utf-8", "surrogatepass") + b"\n")
+            out.flush()
+        else:
+            out.write(
+                json.dumps(answer, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
+            )
+            out.flush()
+            if answer.get("recycle"):
+                return
         js.prepare()

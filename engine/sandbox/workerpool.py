@@ -9,7 +9,7 @@ from typing import Any
 from engine.errors import Problem, ScriptCompileError, ScriptLimitError, ScriptRuntimeError
 from engine.points import Point, suggest
 from engine.sandbox.limits import CallResult, CompiledScript, Language, Limits
-from engine.sandbox.pool import GRACE_S, WorkerDied, Workers
+from engine.sandbox.pool import GRACE_S, Worker, WorkerDied, Workers
 
 _POINTS = [p.value for p in Point]
 
@@ -61,7 +61,6 @@ class WorkerPool:
             "source": source,
             "filename": filename,
             "key": script.key,
-            "limits": limits.as_wire(),
         }
         try:
             answer = self._exchange(message, lang, limits, budget_ms=limits.compile_timeout_ms)
@@ -110,7 +109,6 @@ class WorkerPool:
             "event": event,
             "config": config,
             "state": state,
-            "limits": limits.as_wire(),
         }
         answer = self._exchange(
             message, script.language, limits, budget_ms=limits.timeout_ms, script=script
@@ -137,29 +135,26 @@ class WorkerPool:
         The wall-clock deadline is twice the budget plus a grace: the in-process limits count
         CPU time, which lags wall time on a loaded machine, and a call may first have to load
         its script (when no prepared context was ready), which gets a budget of its own.
+        A worker is sent a script's source and a set of limits only until it has them.
         """
-        deadline_s = 2 * budget_ms / 1000
-        if _encoded_size(message) > limits.max_input_bytes:
-            raise ScriptRuntimeError(
-                f"event, config and state are larger than {limits.max_input_bytes} bytes",
-                language=language.value,
-            )
+        deadline_s = 2 * budget_ms / 1000 + GRACE_S
+        cap = _answer_cap(limits)
+        message["limits_key"] = limits.key
         worker = self._workers.take()
         healthy = False
         try:
-            if script is not None and script.key not in worker.known:
-                message["script"]["source"] = script.source
-            answer = worker.request(
-                message, deadline_s=deadline_s + GRACE_S, max_bytes=_answer_cap(limits)
-            )
+            data = _encode(message, worker, limits, script, language)
+            answer = worker.request(data, deadline_s=deadline_s, max_bytes=cap)
             if answer.get("kind") == "need_source" and script is not None:
-                message["script"]["source"] = script.source
-                answer = worker.request(
-                    message, deadline_s=deadline_s + GRACE_S, max_bytes=_answer_cap(limits)
-                )
+                worker.known.discard(script.key)
+                worker.known.discard(limits.key)
+                data = _encode(message, worker, limits, script, language)
+                answer = worker.request(data, deadline_s=deadline_s, max_bytes=cap)
             healthy = not answer.get("recycle") and answer.get("kind") != "crashed"
-            if script is not None and healthy:
-                worker.known.add(script.key)
+            if healthy:
+                worker.known.add(limits.key)
+                if script is not None:
+                    worker.known.add(script.key)
         except WorkerDied as exc:
             if exc.timed_out:
                 raise ScriptLimitError(
@@ -174,6 +169,36 @@ class WorkerPool:
             self._workers.give_back(worker, healthy=healthy)
         _raise_failure(answer, language)
         return answer
+
+
+def _encode(
+    message: dict[str, Any],
+    worker: Worker,
+    limits: Limits,
+    script: CompiledScript | None,
+    language: Language,
+) -> bytes:
+    """The request line for ``worker``: source and limits only if it lacks them; size-capped."""
+    if script is not None and script.key not in worker.known:
+        message["script"]["source"] = script.source
+    else:
+        message.get("script", {}).pop("source", None)
+    if limits.key not in worker.known:
+        message["limits"] = limits.as_wire()
+    else:
+        message.pop("limits", None)
+    try:
+        data = json.dumps(message, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    except (TypeError, ValueError) as exc:
+        raise ScriptRuntimeError(
+            f"event, config and state must be JSON: {exc}", language=language.value
+        ) from exc
+    if len(data) > limits.max_input_bytes + len(script.source if script else ""):
+        raise ScriptRuntimeError(
+            f"event, config and state are larger than {limits.max_input_bytes} bytes",
+            language=language.value,
+        )
+    return data + b"\n"
 
 
 def _raise_failure(answer: dict[str, Any], language: Language) -> None:
@@ -273,13 +298,6 @@ def _problem(filename: str, raw: Any) -> Problem:
 
 def _int(value: Any) -> int | None:
     return value if type(value) is int else None
-
-
-def _encoded_size(message: dict[str, Any]) -> int:
-    try:
-        return len(json.dumps(message, separators=(",", ":")))
-    except (TypeError, ValueError) as exc:
-        raise ScriptRuntimeError(f"event, config and state must be JSON: {exc}") from exc
 
 
 def _answer_cap(limits: Limits) -> int:

@@ -1,11 +1,14 @@
-/* hookengine prelude: runs in every fresh QuickJS context before user code. It must stay small:
-   QuickJS parses ~25 KB/ms and every call gets a new context. Host API calls never leave JS,
+/* hookengine prelude: runs once in every QuickJS context a worker prepares for a script. The
+   context is then reused for many calls of that script, so everything reachable across calls is
+   frozen here: every built-in, every prototype and intrinsic, and (by the worker, right after this
+   file) globalThis itself. The script's top-level code runs again in a new function scope on
+   every call, so its variables and closures are new each time. Host API calls never leave JS,
    because the binding refuses Python callbacks while a time limit is set. */
 globalThis.__he = (function (g) {
   "use strict";
   var indirectEval = g.eval, parse = JSON.parse, stringify = JSON.stringify, freeze = Object.freeze;
   var isArray = Array.isArray, getProto = Object.getPrototypeOf, hasOwn = Object.prototype.hasOwnProperty;
-  var ObjProto = Object.prototype, ArrProto = Array.prototype, hostSource = g.__heHost, regexSource = g.__heRegex, factory = null, impl = null;
+  var ObjProto = Object.prototype, ArrProto = Array.prototype, hostSource = g.__heHost, regexSource = g.__heRegex, factory = null, impl = null, script = null;
 
   function noStrings() { throw new EvalError("code from strings is not allowed"); }
   /* No clocks, randomness or code from strings: the Python policy forbids the same. */
@@ -15,19 +18,34 @@ globalThis.__he = (function (g) {
   });
   ["eval", "Date", "performance", "WeakRef", "FinalizationRegistry", "SharedArrayBuffer",
    "Atomics", "queueMicrotask", "__heHost", "__heRegex"].forEach(function (k) { delete g[k]; });
+  /* Accessors whose setters keep a realm-wide value that freezing cannot stop: a call could
+     leave a number or a function there for the next one. */
+  delete Error.stackTraceLimit;
+  delete Error.prepareStackTrace;
   g.Function = noStrings;
   Math.random = function random() { throw new TypeError("Math.random is not available"); };
-  /* Freeze every built-in and its prototype before user code, so a script cannot poison what
-     this wrapper uses (JSON, Object.prototype, Error.prototype.toString...). */
-  Reflect.ownKeys(g).forEach(function (k) {
-    var v = g[k];
-    if (k === "globalThis" || k === "__he" || k === "__heHost" || k === "__heRegex" || v === null || (typeof v !== "object" && typeof v !== "function")) { return; }
-    freeze(v);
-    if (v.prototype) { freeze(v.prototype); }
-  });
-  [ObjProto, ArrProto, getProto(function* () {}), getProto(getProto([][Symbol.iterator]())),
-   getProto(async function () {}), getProto(Int8Array), getProto(Int8Array.prototype)]
-    .forEach(freeze);
+  /* Freeze everything reachable from the built-ins and the intrinsics no global names (iterator,
+     generator and async prototypes, %ThrowTypeError%): objects, their prototypes, getters and
+     setters. A call can then neither poison what this wrapper uses nor leave anything behind. */
+  function deepFreeze(roots) {
+    var seen = new Set(), todo = roots.slice();
+    while (todo.length) {
+      var o = todo.pop();
+      if (o === null || (typeof o !== "object" && typeof o !== "function") || seen.has(o)) { continue; }
+      seen.add(o);
+      if (o !== g) { freeze(o); }
+      todo.push(getProto(o));
+      Reflect.ownKeys(o).forEach(function (k) {
+        var d = Object.getOwnPropertyDescriptor(o, k);
+        if (d) { todo.push(d.value, d.get, d.set); }
+      });
+    }
+  }
+  deepFreeze([g, getProto(function* () {}), getProto(async function () {}), getProto(async function* () {}),
+    getProto([][Symbol.iterator]()), getProto(new Map()[Symbol.iterator]()), getProto(new Set()[Symbol.iterator]()),
+    getProto(""[Symbol.iterator]()), getProto(/a/[Symbol.matchAll]("")),
+    getProto([].values().map(function (x) { return x; })), getProto(Iterator.from({ next: function () {} })),
+    Object.getOwnPropertyDescriptor(arguments, "callee").get]);
 
   function fail(where, msg) { throw new TypeError(where + ": " + msg); }
   function invalid(msg, mark) { var e = new TypeError(msg); if (mark) { e.heInvalid = true; } return e; }
@@ -82,33 +100,64 @@ globalThis.__he = (function (g) {
     return out;
   }
 
-  function call(line) {
-    var req = parse(line), L = req.limits;
+  /* The limits arrive as JSON text, the same text call after call: parsed once per change. */
+  var limitsText = null, limits = null;
+  function limitsOf(text) {
+    if (text !== limitsText) { limits = freeze(parse(text)); limitsText = text; }
+    return limits;
+  }
+  function utf8Length(s) {
+    var n = 0;
+    for (var i = 0; i < s.length; i++) {
+      var c = s.charCodeAt(i);
+      n += c < 0x80 ? 1 : c < 0x800 ? 2 : (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length) ? (i++, 4) : 3;
+    }
+    return n;
+  }
+
+  /* On success the answer line itself (checked here, inside the limits, so the worker only
+     forwards it); on failure a description of the error for the worker to classify. */
+  function call(line, limitsJSON) {
+    var req = parse(line), L = limitsOf(limitsJSON), value;
     var out = { logs: [], dropped_logs: 0, emits: [], state_writes: {} };
-    var fn = hasOwn.call(g, req.function) ? g[req.function] : undefined;
+    req.limits = L;
+    impl = null;
     try {
+      if (script === null) { fail("call", "no script is loaded"); }
+      var fns = script();
+      var fn = hasOwn.call(fns, req.function) ? fns[req.function] : undefined;
       if (typeof fn !== "function") { fail("call", "the script defines no function " + req.function); }
       var raw = fn(req.event, makeHost(req, out));
       if (raw !== null && typeof raw === "object" && typeof raw.then === "function") { throw invalid("result: async functions and promises are not supported", true); }
       if (raw !== undefined && raw !== null && (typeof raw !== "object" || isArray(raw))) { throw invalid("result: must be null or a plain object, not " + (isArray(raw) ? "an array" : typeof raw), true); }
       try {
-        out.value = raw === undefined ? "null" : toJSON(raw, L.max_depth, L.max_result_bytes, "result", true);
+        value = raw === undefined || raw === null ? "null" : toJSON(raw, L.max_depth, L.max_result_bytes, "result", true);
       } catch (e) {
         if (e instanceof TypeError && !e.heInvalid && /circular/i.test(e.message)) { throw invalid("result: contains a cycle", true); }
         throw e;
       }
+      if (value.length * 3 > L.max_result_bytes && utf8Length(value) > L.max_result_bytes) { throw invalid("result: larger than " + L.max_result_bytes + " bytes", true); }
     } catch (e) {
-      return stringify({ ok: false, error: describe(e), uses_host: impl !== null });
+      return stringify({ ok: false, error: describe(e) });
     }
-    out.ok = true;
-    out.uses_host = impl !== null;
-    return stringify(out);
+    if (out.dropped_logs) { out.logs.push("[" + out.dropped_logs + " more log lines dropped]"); }
+    return ['{"ok":true,"value":', value, ',"logs":', stringify(out.logs), ',"emits":', stringify(out.emits),
+      ',"state_writes":', stringify(out.state_writes), "}"].join("");
   }
 
-  function load(source, withHost) {
-    if (withHost) { factory = indirectEval(hostSource)({ eval: indirectEval, toJSON: toJSON, fail: fail, regexSource: regexSource }); }
-    try { indirectEval(source); } catch (e) { return stringify({ ok: false, error: describe(e) }); }
-    return stringify({ ok: true, functions: Object.keys(g).filter(function (k) { return k.slice(0, 3) === "on_" && typeof g[k] === "function"; }) });
+  /* ``wrapped`` is "(function () {<source>\n;return {on_x: ...};})", made by the worker from a
+     source that already parsed on its own as a Script, so it cannot close the function early.
+     Evaluating it only parses; with ``trial`` the top-level code runs once (at load time) and
+     the names of the on_<point> functions it defines come back. */
+  function prepare(wrapped, withHost, withRegex, trial) {
+    try {
+      script = indirectEval(wrapped);
+      if (withHost || withRegex) { api({ limits: {}, event: {}, config: {}, state: {} }, {}); impl = null; }
+      if (withRegex) { factory({ limits: {}, event: {}, state: {} }, {}).engine(); }
+      if (!trial) { return stringify({ ok: true, functions: [] }); }
+      var fns = script();
+      return stringify({ ok: true, functions: Object.keys(fns).filter(function (k) { return typeof fns[k] === "function"; }) });
+    } catch (e) { script = null; return stringify({ ok: false, error: describe(e) }); }
   }
 
   function regexOp(line) {
@@ -119,5 +168,5 @@ globalThis.__he = (function (g) {
       return stringify({ ok: true, value: r });
     } catch (e) { return stringify({ ok: false, error: describe(e) }); }
   }
-  return freeze({ call: call, load: load, regex: regexOp });
+  return freeze({ call: call, prepare: prepare, regex: regexOp });
 })(globalThis);

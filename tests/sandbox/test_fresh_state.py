@@ -1,0 +1,271 @@
+"""No state carried from one call to the next: each channel is planted by one call and probed by
+the next call of the same script on the same worker (and, for JavaScript, the same context)."""
+
+# ruff: noqa: E501 - a table of channels reads best one per line
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from engine.sandbox import Language, Limits, WorkerPool
+from engine.sandbox.javascript import RECYCLE_CALLS, JavaScriptRuntime
+
+JS_CHANNELS: dict[str, tuple[str, str]] = {
+    "global_assignment": ("globalThis.stash = 1;", "typeof globalThis.stash !== 'undefined'"),
+    "implicit_global": ("stash2 = 1;", "typeof stash2 !== 'undefined'"),
+    "this_at_top_level": ("(function () { this.stash3 = 1; })();", "typeof stash3 !== 'undefined'"),
+    "define_property_on_global": (
+        "Object.defineProperty(globalThis, 'stash4', {value: 1});",
+        "typeof stash4 !== 'undefined'",
+    ),
+    "object_prototype_pollution": ("Object.prototype.polluted = 1;", "({}).polluted !== undefined"),
+    "object_prototype_proto_setter": (
+        "Object.prototype.__proto__ = {x: 1};",
+        "({}).x !== undefined",
+    ),
+    "array_prototype_method": (
+        "Array.prototype.push = function () { return 42; };",
+        "[].push(1) === 42",
+    ),
+    "array_prototype_prop": ("Array.prototype.stash = 1;", "[].stash !== undefined"),
+    "builtin_method_object": ("[].push.stash = 1;", "[].push.stash !== undefined"),
+    "function_prototype": ("Function.prototype.stash = 1;", "(function () {}).stash !== undefined"),
+    "string_prototype": ("String.prototype.stash = 1;", "''.stash !== undefined"),
+    "json": (
+        "JSON.stash = 1; JSON.parse = function () { return 1; };",
+        "JSON.stash !== undefined || JSON.parse('2') !== 2",
+    ),
+    "math": ("Math.stash = 1;", "Math.stash !== undefined"),
+    "reflect": ("Reflect.stash = 1;", "Reflect.stash !== undefined"),
+    "error_prototype_to_string": (
+        "Error.prototype.toString = function () { return 'x'; };",
+        "String(new Error('m')) === 'x'",
+    ),
+    "error_stack_trace_limit": ("Error.stackTraceLimit = 3;", "Error.stackTraceLimit === 3"),
+    "error_prepare_stack_trace": (
+        "Error.prepareStackTrace = function () { return 'x'; };",
+        "typeof Error.prepareStackTrace === 'function'",
+    ),
+    "getter_on_frozen_object": (
+        "Object.defineProperty(Math, 'q', {get: function () { return 1; }});",
+        "Math.q !== undefined",
+    ),
+    "iterator_prototype": (
+        "Object.getPrototypeOf(Object.getPrototypeOf([][Symbol.iterator]())).stash = 1;",
+        "[][Symbol.iterator]().stash !== undefined",
+    ),
+    "array_iterator_prototype": (
+        "Object.getPrototypeOf([][Symbol.iterator]()).stash = 1;",
+        "[][Symbol.iterator]().stash !== undefined",
+    ),
+    "generator_prototype": (
+        "Object.getPrototypeOf(function* () {}).prototype.stash = 1;",
+        "(function* () {})().stash !== undefined",
+    ),
+    "async_function_prototype": (
+        "Object.getPrototypeOf(async function () {}).stash = 1;",
+        "(async function () {}).stash !== undefined",
+    ),
+    "typed_array_prototype": (
+        "Object.getPrototypeOf(Int8Array.prototype).stash = 1;",
+        "new Int8Array(1).stash !== undefined",
+    ),
+    "throw_type_error_intrinsic": (
+        "(function () { 'use strict'; Object.getOwnPropertyDescriptor(arguments, 'callee').get.stash = 1; })();",
+        "(function () { 'use strict'; return Object.getOwnPropertyDescriptor(arguments, 'callee').get.stash; })() !== undefined",
+    ),
+    "symbol_registry_as_key": (
+        "var s = Symbol.for('he'); Object.prototype[s] = 1;",
+        "({})[Symbol.for('he')] !== undefined",
+    ),
+    "weakmap_on_frozen_object": ("wm.set(Object.prototype, 1);", "wm.has(Object.prototype)"),
+    "top_level_variable": ("counter.n += 1;", "counter.n !== 0"),
+    "closure_cache": ("remember('k', 1);", "remember('k') !== undefined"),
+    "regexp_last_index": ("re.exec('aaa'); re.exec('aaa');", "re.lastIndex !== 0"),
+    "promise_job": (
+        "Promise.resolve().then(function () { globalThis.late = 1; counter.n = 9; });",
+        "typeof late !== 'undefined'",
+    ),
+    "host_function_property": ("host.log.stash = 1;", "host.log.stash !== undefined"),
+    "host_config_mutation": ("host.config.list.push('x');", "host.config.list.length !== 0"),
+    "event_mutation": ("event.input.stash = 1;", "event.input.stash !== undefined"),
+    "function_caller_reaches_engine": (
+        "",
+        "(function f() { return f.caller; })() !== undefined && (function f() { return f.caller; })() !== null",
+    ),
+    "date_and_random_absent": ("", "typeof Date !== 'undefined' || typeof WeakRef !== 'undefined'"),
+}
+JS_TOP = (
+    "var counter = {n: 0};\nvar wm = new WeakMap();\nvar re = /a/g;\n"
+    "var remember = (function () { var m = {}; return function (k, v) { if (v !== undefined) { m[k] = v; } return m[k]; }; })();\n"
+)
+PY_CHANNELS: dict[str, tuple[str, str]] = {
+    "module_global": ("COUNTER.append(1)", "len(COUNTER) != 0"),
+    "default_argument": ("remember(1)", "len(remember()) != 0"),
+    "closure_cache": ("CACHE['k'] = 1", "'k' in CACHE"),
+    "builtin_type_attribute": ("dict.stash = 1", "False"),
+    "exception_class_attribute": ("Exception.stash = 1", "False"),
+    "function_attribute": ("on_tool_call.stash = 1", "False"),
+    "host_attribute": ("host.stash = 1", "False"),
+    "host_config_mutation": ("host.config['list'].append('x')", "len(host.config['list']) != 0"),
+    "event_mutation": ("event['input']['stash'] = 1", "'stash' in event['input']"),
+    "global_statement": (
+        "plant_global()",
+        "'PLANTED' in [k for k in ['PLANTED'] if k == PLANTED_NAME()]",
+    ),
+}
+PY_TOP = (
+    "COUNTER = []\nCACHE = {}\n\ndef remember(x=None, seen=[]):\n    if x is not None:\n        seen.append(x)\n    return seen\n\n"
+    "def plant_global():\n    global STASH\n    STASH = 1\n\ndef PLANTED_NAME():\n    return 'PLANTED' if STASH_SEEN() else ''\n\n"
+    "def STASH_SEEN():\n    try:\n        return STASH == 1\n    except NameError:\n        return False\n"
+)
+
+
+def js_script(plant: str, probe: str) -> str:
+    return (
+        JS_TOP + "function on_tool_call(event, host) {\n"
+        f"  if (event.name === 'plant') {{ try {{ {plant} }} catch (e) {{}} return null; }}\n"
+        f"  var leak = false; try {{ leak = !!({probe}); }} catch (e) {{ leak = false; }}\n"
+        "  return {leak: leak};\n}\n"
+    )
+
+
+def py_script(plant: str, probe: str) -> str:
+    return (
+        PY_TOP + "\ndef on_tool_call(event, host):\n"
+        "    if event['name'] == 'plant':\n"
+        f"        try:\n            {plant}\n        except Exception:\n            pass\n"
+        "        return None\n"
+        f"    try:\n        leak = bool({probe})\n    except Exception:\n        leak = False\n"
+        "    return {'leak': leak}\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def one_worker() -> Iterator[WorkerPool]:
+    # One worker: the probing call runs where the planting call ran.
+    with WorkerPool(size=1, limits=Limits(timeout_ms=200, compile_timeout_ms=2000)) as pool:
+        yield pool
+
+
+def plant_then_probe(pool: WorkerPool, source: str, language: Language) -> object:
+    script = pool.compile(source, filename=f"channel.{language.value}", language=language)
+    config = {"list": []}
+    event = {"input": {}}
+    planted = pool.call(script, "on_tool_call", {**event, "name": "plant"}, config=config, state={})
+    assert planted.value is None
+    probed = pool.call(script, "on_tool_call", {**event, "name": "probe"}, config=config, state={})
+    return probed.value
+
+
+@pytest.mark.parametrize("channel", sorted(JS_CHANNELS))
+def test_javascript_call_leaves_nothing_for_the_next(one_worker: WorkerPool, channel: str) -> None:
+    plant, probe = JS_CHANNELS[channel]
+    assert plant_then_probe(one_worker, js_script(plant, probe), Language.JAVASCRIPT) == {
+        "leak": False
+    }
+
+
+@pytest.mark.parametrize("channel", sorted(PY_CHANNELS))
+def test_python_call_leaves_nothing_for_the_next(one_worker: WorkerPool, channel: str) -> None:
+    plant, probe = PY_CHANNELS[channel]
+    assert plant_then_probe(one_worker, py_script(plant, probe), Language.PYTHON) == {"leak": False}
+
+
+def test_the_probes_would_see_a_leak_if_state_were_shared(one_worker: WorkerPool) -> None:
+    # The probes are not vacuous: within one call, planting then probing does show the value.
+    for plant, probe in (JS_CHANNELS["top_level_variable"], JS_CHANNELS["closure_cache"]):
+        source = (
+            JS_TOP
+            + f"function on_tool_call(event, host) {{ {plant} return {{leak: !!({probe})}}; }}\n"
+        )
+        script = one_worker.compile(source, filename="same_call.js", language=Language.JAVASCRIPT)
+        result = one_worker.call(
+            script, "on_tool_call", {"input": {}}, config={"list": []}, state={}
+        )
+        assert result.value == {"leak": True}
+
+
+LIMITS = Limits().as_wire()
+
+
+def js_request(name: str) -> tuple[dict[str, object], str]:
+    req = {
+        "op": "call",
+        "language": "javascript",
+        "function": "on_tool_call",
+        "script": {"key": "k", "filename": "t.js"},
+        "event": {"name": name, "input": {}},
+        "config": {"list": []},
+        "state": {},
+        "limits_key": "l",
+    }
+    line = json.dumps(req)
+    req["limits"] = LIMITS
+    return req, line
+
+
+def test_a_javascript_context_is_reused_between_healthy_calls() -> None:
+    js = JavaScriptRuntime()
+    source = js_script(*JS_CHANNELS["top_level_variable"])
+    assert js.compile({"source": source, "filename": "t.js", "key": "k", "limits": LIMITS})["ok"]
+    first = js._ready["k"]
+    for name in ("plant", "probe", "probe"):
+        js.call(*js_request(name))
+        js.prepare()
+        assert js._ready["k"] is first
+
+
+def test_a_javascript_context_is_replaced_after_a_failure_and_after_many_calls() -> None:
+    js = JavaScriptRuntime()
+    source = "function on_tool_call(event, host) { if (event.name === 'boom') { throw new Error('x'); } return null; }"
+    assert js.compile({"source": source, "filename": "t.js", "key": "k", "limits": LIMITS})["ok"]
+    first = js._ready["k"]
+    answer = js.call(*js_request("boom"))
+    assert isinstance(answer, dict) and answer["kind"] == "runtime"
+    js.prepare()
+    second = js._ready["k"]
+    assert second is not first
+    for _ in range(RECYCLE_CALLS):
+        js.call(*js_request("ok"))
+        js.prepare()
+    assert js._ready["k"] is not second
+
+
+def test_everything_a_javascript_call_can_reach_is_frozen(one_worker: WorkerPool) -> None:
+    walker = """
+function on_tool_call(event, host) {
+  var getProto = Object.getPrototypeOf, seen = new Set(), open = [];
+  var todo = [globalThis, getProto(function* () {}), getProto(async function () {}), getProto(async function* () {}),
+    getProto([][Symbol.iterator]()), getProto(new Map()[Symbol.iterator]()), getProto(new Set()[Symbol.iterator]()),
+    getProto(''[Symbol.iterator]()), getProto(/a/[Symbol.matchAll]('')), getProto([].values().map(function (x) { return x; })),
+    getProto(Iterator.from({next: function () {}})), getProto(host), getProto(event)];
+  while (todo.length) {
+    var o = todo.pop();
+    if (o === null || (typeof o !== 'object' && typeof o !== 'function') || seen.has(o)) { continue; }
+    seen.add(o);
+    if (!Object.isFrozen(o)) { open.push(String(o && o.name || Object.prototype.toString.call(o))); }
+    if (o instanceof Map || o instanceof Set || o instanceof WeakMap || o instanceof ArrayBuffer) { open.push('slots'); }
+    todo.push(getProto(o));
+    Reflect.ownKeys(o).forEach(function (k) { var d = Object.getOwnPropertyDescriptor(o, k); todo.push(d.value, d.get, d.set); });
+  }
+  return {open: open, count: seen.size};
+}
+"""
+    script = one_worker.compile(walker, filename="walker.js", language=Language.JAVASCRIPT)
+    result = one_worker.call(script, "on_tool_call", {"input": {}}, config={}, state={})
+    assert result.value is not None
+    assert result.value["open"] == []
+    assert result.value["count"] > 500
+
+
+def test_a_script_cannot_break_out_of_its_function_scope(one_worker: WorkerPool) -> None:
+    # A source that is not a Script on its own (it closes the wrapper) is refused at load.
+    from engine.errors import ScriptCompileError
+
+    source = "}); let kept = {n: 0}; (function () {\nfunction on_tool_call(e, h) { kept.n++; return {n: kept.n}; }"
+    with pytest.raises(ScriptCompileError):
+        one_worker.compile(source, filename="escape.js", language=Language.JAVASCRIPT)
