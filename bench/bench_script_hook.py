@@ -1,0 +1,180 @@
+"""One tool_call decided by the no_deletes guard: script hooks through the engine vs baselines.
+
+Script rows go through the full engine path (Engine.load of a temp config with records on,
+agent.tool_call: pipeline, sandbox worker, prepared fresh state, result validation, record).
+Baselines make the same decision: a plain Python function (the floor), the same policy in Rego
+evaluated in-process by regopy, and a process started per call (``python -c``, ``/bin/sh``).
+
+Run: python bench/bench_script_hook.py [--runs N] [--spawn-runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import measure, pct, report
+
+from engine import Engine
+
+ROOT = Path(__file__).resolve().parents[1]
+EVENT = {"name": "delete_file", "input": {"path": "a.txt"}}
+FORBIDDEN = ["delete_file", "drop_table"]
+RM_RF = r"\brm\s+(-\w+\s+)*-\w*[rRf]"
+REGO = f"""package hooks.no_deletes
+
+default block := ""
+
+forbidden := {{{", ".join(json.dumps(f) for f in FORBIDDEN)}}}
+
+block := sprintf("the tool %s deletes data and is not allowed here", [input.name]) if {{
+    forbidden[input.name]
+}}
+
+block := sprintf("the command deletes data and is not allowed here: %s",
+                 [input.input.command]) if {{
+    not forbidden[input.name]
+    input.name == "shell"
+    regex.match(`{RM_RF}`, input.input.command)
+}}
+"""
+PY_DECIDE = (
+    "import json, re, sys\n"
+    "e = json.loads(sys.argv[1])\n"
+    f"if e['name'] in {FORBIDDEN!r}: print('block')\n"
+    f"elif e['name'] == 'shell' and re.search({RM_RF!r}, e['input'].get('command', '')):"
+    " print('block')\n"
+)
+SH_DECIDE = (
+    """case "$1" in *'"name": "delete_file"'*|*'"name": "drop_table"'*) echo block;;"""
+    " *) echo ok;; esac"
+)
+TARGET_P50_US = 150.0
+
+
+def write_config(root: Path) -> Path:
+    config = root / "config"
+    for lang, suffix in (("js", "js"), ("py", "py")):
+        hooks = config / "agents" / lang / "hooks"
+        hooks.mkdir(parents=True)
+        (config / "agents" / lang / "agent.yaml").write_text("hooks: [no_deletes]\n")
+        (hooks / "no_deletes.yaml").write_text(
+            "kind: script_hook\nname: no_deletes\n"
+            f"script: {ROOT / 'scripts' / f'no_deletes.{suffix}'}\n"
+            f"config:\n  forbidden: {json.dumps(FORBIDDEN)}\n  shell_tools: [shell]\n"
+        )
+    return config
+
+
+def plain_python() -> Callable[[], object]:
+    import re
+
+    pattern = re.compile(RM_RF)
+
+    def decide() -> object:
+        if EVENT["name"] in FORBIDDEN:
+            return {"block": f"the tool {EVENT['name']} deletes data and is not allowed here"}
+        command = EVENT["input"].get("command")  # type: ignore[attr-defined]
+        if EVENT["name"] == "shell" and pattern.search(command or ""):
+            return {"block": "the command deletes data"}
+        return None
+
+    return decide
+
+
+def rego() -> Callable[[], object]:
+    import regopy
+
+    interpreter = regopy.Interpreter()
+    interpreter.add_module("no_deletes", REGO)
+
+    def decide() -> object:
+        interpreter.set_input_term(json.dumps(EVENT))
+        out = interpreter.query("data.hooks.no_deletes.block")
+        assert "deletes data" in str(out)
+        return out
+
+    return decide
+
+
+def spawn(argv: list[str]) -> Callable[[], object]:
+    def decide() -> object:
+        out = subprocess.run([*argv, json.dumps(EVENT)], capture_output=True, check=True)
+        assert out.stdout.strip() == b"block"
+        return out
+
+    return decide
+
+
+def engine_rows(config: Path, db: Path, runs: int) -> list[tuple[str, list[float]]]:
+    rows = []
+    with Engine.load(config, db=str(db), records=True) as engine:
+        for lang, label in (("js", "JavaScript"), ("py", "Python")):
+            agent = engine.agent(lang)
+
+            def call(agent=agent) -> object:  # type: ignore[no-untyped-def]
+                d = agent.tool_call("delete_file", {"path": "a.txt"}, user_id="u1")
+                assert d.blocked, d.reason
+                return d
+
+            rows.append((f"engine + script_hook ({label})", measure(call, runs=runs, warmup=300)))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5000)
+    parser.add_argument("--spawn-runs", type=int, default=100)
+    args = parser.parse_args()
+    rows = [("plain Python function (floor)", measure(plain_python(), runs=args.runs))]
+    with tempfile.TemporaryDirectory() as tmp:
+        rows += engine_rows(write_config(Path(tmp)), Path(tmp) / "bench.db", args.runs)
+    rows.append(("Rego in-process (regopy)", measure(rego(), runs=max(500, args.runs // 5))))
+    rows.append(
+        (
+            "subprocess per call (/bin/sh)",
+            measure(spawn(["/bin/sh", "-c", SH_DECIDE, "sh"]), runs=args.spawn_runs, warmup=5),
+        )
+    )
+    rows.append(
+        (
+            "subprocess per call (python -c)",
+            measure(
+                spawn([sys.executable, "-I", "-S", "-c", PY_DECIDE]), runs=args.spawn_runs, warmup=5
+            ),
+        )
+    )
+    print(f"tool_call decided by no_deletes; {args.runs} engine runs each, records on")
+    report(rows, baseline="plain Python function (floor)")
+    verdict(dict(rows))
+
+
+def verdict(rows: dict[str, list[float]]) -> None:
+    p50 = {name: statistics.median(times) for name, times in rows.items()}
+    rego_p50 = p50["Rego in-process (regopy)"]
+    spawn_p50 = min(p50["subprocess per call (/bin/sh)"], p50["subprocess per call (python -c)"])
+    print()
+    for label in ("JavaScript", "Python"):
+        name = f"engine + script_hook ({label})"
+        ours = p50[name]
+        print(
+            f"{label:<10} p50 {ours * 1e6:7.1f} µs (target <= {TARGET_P50_US:.0f}: "
+            f"{'met' if ours * 1e6 <= TARGET_P50_US else 'NOT met'}), "
+            f"p99 {pct(rows[name], 0.99) * 1e6:7.1f} µs; "
+            f"regopy / ours = {rego_p50 / ours:5.1f}x (target >= 5: "
+            f"{'met' if rego_p50 / ours >= 5 else 'NOT met'}); "
+            f"fastest subprocess / ours = {spawn_p50 / ours:6.1f}x (target >= 100: "
+            f"{'met' if spawn_p50 / ours >= 100 else 'NOT met'})"
+        )
+
+
+if __name__ == "__main__":
+    main()
