@@ -90,18 +90,14 @@ def store(db_url: str) -> Iterator[object]:
     opened.close()
 
 
-@pytest.fixture
-def hook_agent(tmp_path: Path, db_url: str) -> Iterator[object]:
-    """``hook_agent(hook_yaml, provider=None, db=True)``: an agent ``a`` with that one hook
-    (plus ``engine.yaml``'s ``provider:`` mapping), its stores on this test's backend."""
+def _agents(tmp_path: Path, db_url: str | None) -> Iterator[object]:
     import json
 
     from engine.runtime import Engine
 
     engines: list[Engine] = []
 
-    def make(hook_yaml: str, *, provider: dict[str, object] | None = None,
-             db: bool = True) -> object:
+    def make(hook_yaml: str, *, provider: dict[str, object] | None = None) -> object:
         root = tmp_path / f"config{len(engines)}"
         (root / "agents/a/hooks").mkdir(parents=True)
         settings = "process: proc\n"
@@ -110,13 +106,27 @@ def hook_agent(tmp_path: Path, db_url: str) -> Iterator[object]:
         (root / "engine.yaml").write_text(settings, encoding="utf-8")
         (root / "agents/a/agent.yaml").write_text("hooks: [h]\n", encoding="utf-8")
         (root / "agents/a/hooks/h.yaml").write_text(hook_yaml, encoding="utf-8")
-        engine = Engine.load(root, db=db_url if db else None)
+        engine = Engine.load(root, db=db_url)
         engines.append(engine)
         return engine.agent("a")
 
     yield make
     for engine in engines:
         engine.close()
+
+
+@pytest.fixture
+def hook_agent(tmp_path: Path, db_url: str) -> Iterator[object]:
+    """``hook_agent(hook_yaml, provider=None)``: an agent ``a`` with that one hook (plus
+    ``engine.yaml``'s ``provider:`` mapping), every store on this test's backend."""
+    yield from _agents(tmp_path, db_url)
+
+
+@pytest.fixture
+def file_agent(tmp_path: Path) -> Iterator[object]:
+    """Like ``hook_agent``, but stores are where the config says (``db_path`` files under
+    tmp_path, the project folder)."""
+    yield from _agents(tmp_path, None)
 
 
 def hook_of(agent: object) -> object:

@@ -13,6 +13,7 @@ from tests.llm_server import ScriptedLLM
 
 db_url = backends.db_url
 hook_agent = backends.hook_agent
+file_agent = backends.file_agent
 llm = llm_server.llm
 
 PAIRS = {
@@ -141,9 +142,7 @@ def test_a_cache_hit_is_not_stored_again(hook_agent) -> None:  # type: ignore[no
     assert count(agent) == 1
 
 
-def test_db_path_puts_the_pairs_in_that_file(hook_agent, tmp_path: Path, db_url: str) -> None:  # type: ignore[no-untyped-def]
-    if "://" in db_url:
-        pytest.skip("db_path is the SQLite field; db_url is tested by the PostgreSQL runs")
-    agent = hook_agent(faq(db_path="data/faq_test.db"), db=False)
+def test_db_path_puts_the_pairs_in_that_file(file_agent, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    agent = file_agent(faq(db_path="data/faq_test.db"))
     agent.after_turn(*PAIRS["en"][:2])
     assert (tmp_path / "data/faq_test.db").exists() and count(agent) == 1

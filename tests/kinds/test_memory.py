@@ -15,6 +15,7 @@ from tests.llm_server import ScriptedLLM
 
 db_url = backends.db_url
 hook_agent = backends.hook_agent
+file_agent = backends.file_agent
 llm = llm_server.llm
 
 FACTS_ONLY = "{{facts}}"
@@ -235,9 +236,17 @@ def test_backfill_lets_the_judge_see_facts_with_weak_overlap(
     assert len(out.hooks[0].extras["candidates"]) == (1 if backfill else 0)
 
 
-def test_db_path_puts_the_memory_in_that_file(hook_agent, tmp_path: Path, db_url: str) -> None:  # type: ignore[no-untyped-def]
-    if "://" in db_url:
-        pytest.skip("db_path is the SQLite field; db_url is tested by the PostgreSQL runs")
-    agent = hook_agent(memory(db_path="data/memory_test.db"), db=False)
+def test_db_path_puts_the_memory_in_that_file(file_agent, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    agent = file_agent(memory(db_path="data/memory_test.db"))
     agent.after_turn("My name is Alex", "Nice to meet you, Alex!", user_id="u1")
     assert (tmp_path / "data/memory_test.db").exists() and live_facts(agent)
+
+
+def test_db_url_puts_the_memory_in_that_database(file_agent, db_url: str) -> None:  # type: ignore[no-untyped-def]
+    if "://" not in db_url:
+        Path(db_url).parent.mkdir(parents=True, exist_ok=True)
+        db_url = f"sqlite:///{db_url}"
+    agent = file_agent(memory(db_url=db_url))
+    agent.after_turn("My name is Alex", "Nice to meet you, Alex!", user_id="u1")
+    assert hook_of(agent).store.url.endswith(db_url.split("://", 1)[1])
+    assert live_facts(agent) == ["The user's name is Alex"]
