@@ -34,6 +34,8 @@ class ScriptHook(SpecHook):
     limits: Limits
     points: frozenset[Point]  # type: ignore[misc]  # per instance, unlike the other kinds
     uses_state: bool
+    line_offset: int = 0
+    """For inline ``source:``: the YAML line before the script's first line."""
 
     def run(self, point: Point, event: dict[str, Any], ctx: HookContext) -> Change:
         state_key = f"{ctx.agent}:{self.name}"
@@ -49,7 +51,7 @@ class ScriptHook(SpecHook):
                 limits=self.limits,
             )
         except ScriptError as exc:
-            raise _located(exc, self.name, self.script.filename) from exc
+            raise _located(exc, self.name, self.script.filename, self.line_offset) from exc
         ctx.logs.extend(result.logs)
         ctx.events.extend(result.emits)
         change = parse_change(point, result.value, hook=self.name, event=event)
@@ -59,11 +61,11 @@ class ScriptHook(SpecHook):
         return change
 
 
-def _located(exc: ScriptError, hook: str, filename: str) -> ScriptError:
+def _located(exc: ScriptError, hook: str, filename: str, offset: int) -> ScriptError:
     """The same error, its message led by ``file:line:column`` when the sandbox knows them."""
     where = filename
     if exc.line is not None:
-        where += f":{exc.line}" + (f":{exc.column}" if exc.column is not None else "")
+        where += f":{exc.line + offset}" + (f":{exc.column}" if exc.column is not None else "")
     return type(exc)(
         f"{where}: {exc.message}",
         hook=hook,

@@ -1,0 +1,405 @@
+"""Kind script_hook through Engine and Agent: failures per point, state, emits, logs, load errors,
+the example scripts in both languages, and hook_tool on the demo guard."""
+
+# ruff: noqa: E501 - tables of scripts read best one per line
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.errors import ConfigError
+from engine.runtime import Engine
+from tests.conftest import REPO, write
+
+LANGS = ("py", "js")
+FAILING: dict[str, dict[str, str]] = {
+    "error": {"py": "raise ValueError('boom')", "js": "throw new Error('boom');"},
+    "timeout": {"py": "while True:\n        pass", "js": "while (true) {}"},
+    "memory": {
+        "py": "x = 'a' * 10\n    while True:\n        x = x + x",
+        "js": "var a = []; while (true) { a.push(new Array(10000).fill(1)); }",
+    },
+    "invalid_result": {"py": "return ['not', 'a', 'dict']", "js": "return ['not', 'a', 'dict'];"},
+    "plugin": {
+        "py": "return {'answer': 'not a tool_call field'}",
+        "js": "return {answer: 'not a tool_call field'};",
+    },
+}
+EXPECTED_CAUSE = {
+    "memory": ("memory",),
+    "timeout": ("timeout",),
+    "plugin": ("plugin",),
+    "invalid_result": ("invalid_result",),
+    "error": ("error",),
+}
+
+
+def body(lang: str, point: str, code: str) -> str:
+    if lang == "py":
+        return f"def on_{point}(event, host):\n    {code}\n"
+    return f"function on_{point}(event, host) {{\n  {code}\n}}\n"
+
+
+def inline_hook(name: str, lang: str, source: str, extra: str = "") -> str:
+    language = "python" if lang == "py" else "javascript"
+    return (
+        f"kind: script_hook\nname: {name}\nlanguage: {language}\n{extra}source: |\n"
+        + textwrap.indent(source, "  ")
+    )
+
+
+def agent_files(name: str, hooks: dict[str, str]) -> dict[str, str]:
+    files = {f"agents/{name}/agent.yaml": f"hooks: [{', '.join(hooks)}]\n"}
+    files.update({f"agents/{name}/hooks/{h}.yaml": text for h, text in hooks.items()})
+    return files
+
+
+STATEFUL = {
+    "py": "def on_tool_call(event, host):\n    n = (host.state.get('n') or 0) + 1\n    host.state.set('n', n)\n    if event['name'] == 'fail':\n        raise ValueError('after writing')\n    host.log('call ' + str(n))\n    host.emit({'type': 'status', 'data': {'n': n}})\n    return {'notice': 'n=' + str(n)}\n",
+    "js": "function on_tool_call(event, host) {\n  var n = (host.state.get('n') || 0) + 1;\n  host.state.set('n', n);\n  if (event.name === 'fail') { throw new Error('after writing'); }\n  host.log('call ' + n);\n  host.emit({type: 'status', data: {n: n}});\n  return {notice: 'n=' + n};\n}\n",
+}
+ANSWER_FAILS = {
+    "py": "def on_before_assistant_message(event, host):\n    raise ValueError('x')\n",
+    "js": "function on_before_assistant_message(event, host) { throw new Error('x'); }\n",
+}
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    root = tmp_path_factory.mktemp("script_hook")
+    files = {
+        "engine.yaml": "process: test\nscripts: {timeout_ms: 100, memory_mb: 16, workers: 2}\n"
+    }
+    for cause, code in FAILING.items():
+        for lang in LANGS:
+            files.update(
+                agent_files(
+                    f"fail_{cause}_{lang}",
+                    {
+                        f"bad_{cause}": inline_hook(
+                            f"bad_{cause}", lang, body(lang, "tool_call", code[lang])
+                        )
+                    },
+                )
+            )
+    for lang in LANGS:
+        files.update(
+            agent_files(
+                f"state_{lang}",
+                {
+                    "counter": inline_hook("counter", lang, STATEFUL[lang]),
+                    "counter2": inline_hook("counter2", lang, STATEFUL[lang]),
+                },
+            )
+        )
+        for on_error in ("fail", "ignore"):
+            files.update(
+                agent_files(
+                    f"answer_{on_error}_{lang}",
+                    {
+                        "redactor": inline_hook(
+                            "redactor", lang, ANSWER_FAILS[lang], f"on_error: {on_error}\n"
+                        )
+                    },
+                )
+            )
+        files.update(
+            agent_files(
+                f"examples_{lang}",
+                {
+                    name: f"kind: script_hook\nname: {name}\nscript: {REPO / 'scripts' / f'{name}.{lang}'}\nconfig: {json.dumps(config)}\n"
+                    for name, config in EXAMPLE_CONFIG.items()
+                },
+            )
+        )
+    write(root / "config", files)
+    with Engine.load(root / "config", db=str(root / "store.db")) as eng:
+        yield eng
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("cause", sorted(FAILING))
+def test_a_failing_script_at_tool_call_blocks_the_tool_naming_the_hook(
+    engine: Engine, cause: str, lang: str
+) -> None:
+    out = engine.agent(f"fail_{cause}_{lang}").tool_call("delete_file", {"path": "a"}, user_id="u1")
+    assert out.blocked
+    assert f"'bad_{cause}'" in (out.reason or "") and "check failed" in (out.reason or "")
+    (run,) = out.hooks
+    assert run.status == "failed" and run.cause in EXPECTED_CAUSE[cause]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_crashed_worker_blocks_the_tool_and_the_next_call_works(
+    engine: Engine, lang: str
+) -> None:
+    agent = engine.agent(f"state_{lang}")
+    agent.tool_call("warm", user_id="crash")
+    pool = engine.sandbox()
+    for worker in list(pool._workers._all):
+        os.kill(worker.proc.pid, signal.SIGKILL)
+    out = agent.tool_call("x", user_id="crash")
+    assert out.blocked and out.hooks[0].cause == "crashed" and "'counter'" in (out.reason or "")
+    assert not agent.tool_call("x", user_id="crash").blocked
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_on_error_decides_at_before_assistant_message(engine: Engine, lang: str) -> None:
+    failed = engine.agent(f"answer_fail_{lang}").before_assistant_message(
+        "q", "secret answer", user_id="u1"
+    )
+    assert (
+        failed.blocked
+        and "secret" not in (failed.answer or "")
+        and failed.hooks[0].cause == "error"
+    )
+    ignored = engine.agent(f"answer_ignore_{lang}").before_assistant_message(
+        "q", "the answer", user_id="u1"
+    )
+    assert (
+        not ignored.blocked
+        and ignored.answer == "the answer"
+        and ignored.hooks[0].status == "failed"
+    )
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_state_is_saved_only_on_success_and_kept_per_hook_and_scope(
+    engine: Engine, lang: str
+) -> None:
+    agent = engine.agent(f"state_{lang}")
+    scope = {"user_id": f"state-{lang}"}
+    assert agent.tool_call("ok", **scope).notices == ["n=1", "n=1"]
+    assert agent.tool_call("fail", **scope).blocked  # wrote n=2, then raised: not saved
+    assert agent.tool_call("ok", **scope).notices == ["n=2", "n=2"]
+    # other scopes start afresh, along the user -> session -> template -> process fallback
+    assert agent.tool_call("ok", session_id=f"s-{lang}").notices == ["n=1", "n=1"]
+    assert agent.tool_call("ok", template=f"t-{lang}").notices == ["n=1", "n=1"]
+    assert agent.tool_call("ok", session_id=f"s-{lang}").notices == ["n=2", "n=2"]
+    store = engine.store
+    assert store.state_load(f"state_{lang}:counter", f"user:state-{lang}") == {"n": 2}
+    assert store.state_load(f"state_{lang}:counter2", f"user:state-{lang}") == {"n": 2}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_emits_reach_the_outcome_and_logs_the_record(engine: Engine, lang: str) -> None:
+    out = engine.agent(f"state_{lang}").tool_call("ok", user_id=f"emit-{lang}")
+    assert out.events == [
+        {"type": "status", "data": {"n": 1}},
+        {"type": "status", "data": {"n": 1}},
+    ]
+    (record,) = engine.records(agent=f"state_{lang}", limit=1)
+    assert record.hooks[0].logs == ["call 1"]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_compile_errors_name_file_line_and_column(tmp_path: Path, lang: str) -> None:
+    bad = {
+        "py": "def on_tool_call(event, host):\n    import os\n    return None\n\ndef on_tool_cal(event, host):\n    return None\n",
+        "js": "function on_tool_call(event, host) {\n  return null;\n}\nfunction on_tool_cal(event, host) {\n  return null;\n}\nvar x = ;\n",
+    }
+    write(
+        tmp_path / "config",
+        {
+            "agents/a/agent.yaml": "hooks: [guard, inline]\n",
+            f"agents/a/hooks/guard.{lang}": bad[lang],
+            "agents/a/hooks/guard.yaml": f"kind: script_hook\nname: guard\nscript: guard.{lang}\n",
+            "agents/a/hooks/inline.yaml": inline_hook(
+                "inline",
+                lang,
+                "function on_tool_call(e, h) {\n  return (;\n}\n"
+                if lang == "js"
+                else "def on_tool_call(e, h):\n    return (\n",
+                "points: [tool_call, after_turn]\n",
+            ),
+        },
+    )
+    with pytest.raises(ConfigError) as info:
+        Engine.load(tmp_path / "config", db=str(tmp_path / "s.db"))
+    text = str(info.value)
+    if lang == "py":
+        assert f"guard.{lang}:2:5:" in text
+    else:
+        assert f"guard.{lang}:7:" in text
+    assert "inline.yaml:" in text
+    # the script's own line 2 is line 7 of the YAML (source: is on line 5)
+    assert any(p.path.endswith("inline.yaml") and p.line == 7 for p in info.value.problems), text
+    done = subprocess.run(
+        [str(console("hookengine")), "check", str(tmp_path / "config")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and f"guard.{lang}:" in done.stderr + done.stdout
+
+
+def test_a_points_entry_the_script_does_not_define_names_its_yaml_line(tmp_path: Path) -> None:
+    write(
+        tmp_path / "config",
+        {
+            "agents/a/agent.yaml": "hooks: [g]\n",
+            "agents/a/hooks/g.yaml": inline_hook(
+                "g",
+                "js",
+                "function on_tool_call(e, h) { return null; }\n",
+                "points:\n  - tool_call\n  - tool_result\n",
+            ),
+        },
+    )
+    with pytest.raises(ConfigError) as info:
+        Engine.load(tmp_path / "config", db=str(tmp_path / "s.db"))
+    (problem,) = info.value.problems
+    assert problem.path.endswith("g.yaml") and problem.line == 6 and problem.field == "points"
+    assert "on_tool_result" in problem.message
+
+
+EXAMPLE_CONFIG: dict[str, dict[str, Any]] = {
+    "no_deletes": {"forbidden": ["delete_file"], "shell_tools": ["shell"]},
+    "rate_limit": {"tools": ["shell"], "max_calls": 2},
+    "inject_context": {"title": "Policy", "lines": ["Be kind."]},
+    "redact_secrets": {},
+}
+KEY = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+EXAMPLE_TABLE: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
+    (
+        "delete by name",
+        "tool_call",
+        {"name": "delete_file", "input": {"path": "a"}},
+        {"blocked": True},
+    ),
+    (
+        "rm -rf in shell",
+        "tool_call",
+        {"name": "shell", "input": {"command": "cd /tmp && rm -rf exports/"}},
+        {"blocked": True},
+    ),
+    (
+        "rm -r -f in shell",
+        "tool_call",
+        {"name": "shell", "input": {"command": "rm -r -f x"}},
+        {"blocked": True},
+    ),
+    (
+        "drop table",
+        "tool_call",
+        {"name": "shell", "input": {"command": "psql -c 'DROP TABLE users'"}},
+        {"blocked": True},
+    ),
+    (
+        "harmless shell",
+        "tool_call",
+        {"name": "shell", "input": {"command": "ls -la"}},
+        {"blocked": False},
+    ),
+    ("read file", "tool_call", {"name": "read_file", "input": {"path": "a"}}, {"blocked": False}),
+    (
+        "key in result",
+        "tool_result",
+        {"name": "read_file", "input": {}, "result": f"API_KEY={KEY}\nregion=eu"},
+        {"result": "API_KEY=[REDACTED]\nregion=eu"},
+    ),
+    (
+        "nested result",
+        "tool_result",
+        {
+            "name": "http",
+            "input": {},
+            "result": {"headers": ["Authorization: Bearer abcdefghijklmnop1234"], "n": 1},
+        },
+        {"result": {"headers": ["Authorization: [REDACTED]"], "n": 1}},
+    ),
+    (
+        "card in answer",
+        "before_assistant_message",
+        {"question": "q", "answer": "Card 4111-1111-1111-1111 ok"},
+        {"answer": "Card [REDACTED] ok"},
+    ),
+    (
+        "clean answer",
+        "before_assistant_message",
+        {"question": "q", "answer": "Hello"},
+        {"answer": "Hello"},
+    ),
+    (
+        "section",
+        "before_call",
+        {"instruction": "i", "tools": ["read_file"]},
+        {"sections": ["## Policy\n- Be kind.\n- Tools offered: read_file"]},
+    ),
+]
+
+
+def outcome_of(
+    engine: Engine, lang: str, point: str, event: dict[str, Any], session: str
+) -> dict[str, Any]:
+    out = engine.agent(f"examples_{lang}").evaluate(point, event, session_id=session)
+    return {
+        "blocked": out.blocked,
+        "result": out.result,
+        "answer": out.answer,
+        "sections": out.sections,
+    }
+
+
+@pytest.mark.parametrize(
+    ("case", "point", "event", "expected"), EXAMPLE_TABLE, ids=[c[0] for c in EXAMPLE_TABLE]
+)
+def test_each_example_behaves_the_same_in_both_languages(
+    engine: Engine, case: str, point: str, event: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    outcomes = {lang: outcome_of(engine, lang, point, event, f"ex-{case}") for lang in LANGS}
+    assert outcomes["py"] == outcomes["js"]
+    for key, value in expected.items():
+        assert outcomes["py"][key] == value, outcomes
+
+
+def test_rate_limit_blocks_the_call_over_the_limit_in_both_languages(engine: Engine) -> None:
+    for lang in LANGS:
+        agent = engine.agent(f"examples_{lang}")
+        seen = [
+            agent.tool_call("shell", {"command": "ls"}, session_id="rl", user_id=None).blocked
+            for _ in range(3)
+        ]
+        assert seen == [False, False, True], lang
+        assert not agent.tool_call("shell", {"command": "ls"}, session_id="rl-other").blocked
+
+
+def console(name: str) -> Path:
+    beside = Path(sys.executable).parent / name
+    return beside if beside.is_file() else Path(shutil.which(name) or name)
+
+
+def test_hook_tool_shows_the_demo_guard_blocking(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            str(console("hook_tool")),
+            "config/agents/demo/hooks/no_deletes.yaml",
+            "tool",
+            "delete_file",
+            '{"path": "a.txt"}',
+            "--json",
+            "--db",
+            str(tmp_path / "x.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["outcome"]["blocked"] is True
+    assert "delete_file" in data["outcome"]["reason"]
