@@ -93,7 +93,7 @@ def evaluate(
             continue
         ctx = HookContext(pipeline.agent, scope, services.store,
                           services.memo_for(pipeline.agent, hook.name),
-                          replay=(replay or {}).get(hook.name))
+                          replay=None if replay is None else replay.get(hook.name, {}))
         started = time.perf_counter()
         try:
             change = _call(hook, point, seen, ctx)

@@ -155,6 +155,11 @@ def create_app(engine: Any) -> FastAPI:
         """Whether the service is up, and the agents it serves."""
         return HealthOut(status="ok", agents=list(engine.agents))
 
+    @app.get("/v1/status", responses=ERRORS, dependencies=[Depends(authorize)])
+    def status() -> dict[str, Any]:
+        """Per agent: reload generation, hook versions, last reload error (file and line)."""
+        return dict(engine.status())
+
     @app.get("/v1/memory/{scope}", response_model=MemoryOut, responses=ERRORS,
              dependencies=[Depends(authorize)])
     def read_memory(scope: ScopePath) -> MemoryOut:

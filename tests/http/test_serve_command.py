@@ -1,0 +1,70 @@
+"""``hookengine serve --watch`` as users run it: the real console script on loopback, the
+status endpoint showing a reload's generation and a bad edit's file and line."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import write
+
+TOKEN = "serve-test-token"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(check, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def test_serve_watch_reports_reloads_and_errors(tmp_path: Path) -> None:
+    root = write(tmp_path / "config", {
+        "agents/a/agent.yaml": "hooks: [ctx]\n",
+        "agents/a/hooks/ctx.yaml": "kind: inject\nname: ctx\nmessages: []\n",
+    })
+    port = free_port()
+    exe = Path(sys.executable).parent / "hookengine"
+    env = {**os.environ, "HOOKENGINE_ADMIN_TOKEN": TOKEN}
+    server = subprocess.Popen(
+        [str(exe), "serve", "--config", str(root), "--port", str(port), "--watch",
+         "--db", str(tmp_path / "s.db")],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5,
+                          headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+            wait_for(lambda: client.get("/v1/health").status_code == 200)
+            assert client.get("/v1/status").json()["agents"]["a"]["generation"] == 0
+            (root / "agents/a/hooks/ctx.yaml").write_text(
+                "kind: inject\nname: ctx\nnotice: hi\nmessages: []\n")
+            wait_for(lambda: client.get("/v1/status").json()["agents"]["a"]["generation"] >= 1)
+            (root / "agents/a/hooks/ctx.yaml").write_text("kind: inject\nname: ctx\nfirst_n: x\n")
+            wait_for(lambda: client.get("/v1/status").json()["agents"]["a"]["error"] is not None)
+            error = client.get("/v1/status").json()["agents"]["a"]["error"]
+            assert "ctx.yaml" in str(error) and "first_n" in str(error)
+            assert client.get("/v1/status", headers={"Authorization": "Bearer no"}).status_code \
+                == 401
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        if server.stderr:
+            server.stderr.close()
+    assert server.returncode is not None
