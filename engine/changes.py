@@ -16,9 +16,8 @@ Hypothesis), so a pipeline is a fold of its hooks' changes over the empty change
 from __future__ import annotations
 
 import copy
-from typing import Any
-
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
@@ -113,12 +112,12 @@ def parse_change(
             f"got {type(data).__name__}", hook=hook, point=point,
         )
     accepted = ACCEPTED[point]
-    for field in data:
-        if field not in accepted:
+    for name in data:
+        if name not in accepted:
             takes = ", ".join(sorted(accepted)) or "nothing (it only hears)"
             raise PluginError(
-                f"hook {hook!r} at {point}: field {field!r} is not accepted here; "
-                f"{point} takes {takes}", hook=hook, point=point, field=str(field),
+                f"hook {hook!r} at {point}: field {name!r} is not accepted here; "
+                f"{point} takes {takes}", hook=hook, point=point, field=str(name),
             )
     data = {k: [v] if k in ADD_UP and isinstance(v, str) else v
             for k, v in data.items() if v is not None}

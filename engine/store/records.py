@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
