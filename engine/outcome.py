@@ -70,4 +70,8 @@ class Outcome:
         keys = ("blocked", "reason", "answer", "question", "messages", "notices", "sections",
                 "instruction", "tools", "settings", "input", "result", "appended")
         # shallow copies: the host owns the outcome and may change its lists afterwards
-        return {k: copy.copy(getattr(self, k)) for k in keys}
+        data = {}
+        for key in keys:
+            value = getattr(self, key)
+            data[key] = copy.copy(value) if isinstance(value, (list, dict)) else value
+        return data

@@ -8,8 +8,8 @@ immutable snapshot: a reload builds a new one, an evaluation in flight keeps the
 from __future__ import annotations
 
 import logging
+import os
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -171,7 +171,7 @@ def _outcome(
     pipeline: Pipeline, point: Point, event: dict[str, Any], seen: dict[str, Any],
     merged: Change, runs: list[HookRun],
 ) -> Outcome:
-    out = Outcome(point=point.value, agent=pipeline.agent, id=uuid.uuid4().hex,
+    out = Outcome(point=point.value, agent=pipeline.agent, id=os.urandom(16).hex(),
                   turn_id=event.get("turn_id"), hooks=runs, generation=pipeline.generation)
     out.blocked = merged.block is not None
     out.reason = merged.block

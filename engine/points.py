@@ -167,4 +167,9 @@ ACCEPTED: dict[Point, frozenset[str]] = {
 def make_event(point: Point, **fields: Any) -> dict[str, Any]:
     """Validate the host's fields for ``point`` and return the event as JSON data."""
     model = EVENTS[point].model_validate({"point": point, **fields})
-    return model.model_dump(mode="json")
+    # a shallow dump: the fields are JSON values already (validated), only the two models
+    # inside need turning into data; this is on every evaluation's path
+    event = dict(model.__dict__)
+    event["point"] = point.value
+    event["scope"] = dict(model.scope.__dict__)
+    return event

@@ -108,3 +108,13 @@ def pipeline(*hooks: Any, host: tuple[Any, ...] = ()) -> Pipeline:
 
 
 __all__ = ["REPO", "FakeHook", "HookSpec", "pipeline", "raising", "returning", "write"]
+
+
+def copy_demo(folder: Path) -> Path:
+    """A copy of the demo project (config/ and the scripts/ its hooks use) under ``folder``;
+    returns the copied config folder."""
+    import shutil
+
+    shutil.copytree(REPO / "scripts", folder / "scripts")
+    shutil.copytree(REPO / "config", folder / "config")
+    return folder / "config"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.cli import hook_tool, hookengine
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_demo
 
 DEMO = REPO / "config" / "agents" / "demo" / "hooks"
 
@@ -98,8 +98,7 @@ def test_unknown_verb_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_check_validates_every_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(hookengine.main, ["check", str(REPO / "config")], capsys)
     assert code == 0 and "ok  demo" in out
-    bad = tmp_path / "config"
-    shutil.copytree(REPO / "config", bad)
+    bad = copy_demo(tmp_path)
     (bad / "agents" / "demo" / "hooks" / "city_hint.yaml").write_text("kind: inject\nname: x\n"
                                                                       "first_n: many\n")
     (bad / "agents" / "demo" / "hooks" / "escalate.yaml").write_text("kind: escalate\nname: e\n")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -279,6 +280,20 @@ def test_close_stops_the_watcher(root: Path, load: Callable[..., Engine]) -> Non
 # -- under load ------------------------------------------------------------------------------
 
 
+LOADED_S = 20.0
+
+
+@pytest.fixture
+def short_gil_slices() -> Iterator[None]:
+    """Hand the GIL round every 0.5 ms instead of 5 ms while four threads evaluate flat out,
+    so the watcher thread gets its turns; what the test checks does not depend on it."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    yield
+    sys.setswitchinterval(before)
+
+
+@pytest.mark.usefixtures("short_gil_slices")
 def test_flips_under_concurrent_load_never_mix_versions(root: Path,
                                                        load: Callable[..., Engine]) -> None:
     engine = load(root, watch=True, records=False)  # millions of records would only slow it
@@ -302,12 +317,15 @@ def test_flips_under_concurrent_load_never_mix_versions(root: Path,
     try:
         for n in range(50):
             forbidden = "[shell]" if n % 2 == 0 else "[]"
+            # Four threads evaluating flat out starve the watcher of the GIL: a reload takes
+            # far longer than the 1 s it takes unloaded (tested above). This test is about
+            # never mixing versions, so it waits as long as it has to.
             if n % 5 == 0:  # an invalid version in between: refused, the last good stays
                 guard_file(root).write_text(GUARD.format(forbidden=forbidden) + "bad: 1\n")
-                wait_until(lambda: error_of(engine) is not None)
+                wait_until(lambda: error_of(engine) is not None, timeout=LOADED_S)
             guard_file(root).write_text(GUARD.format(forbidden=forbidden))
             wait_until(lambda f=forbidden: blocked(engine) is (f == "[shell]")
-                       and error_of(engine) is None)
+                       and error_of(engine) is None, timeout=LOADED_S)
             versions[engine.agent("a").pipeline.slots[0].hook.version] = forbidden == "[shell]"
     finally:
         stop.set()

@@ -11,7 +11,7 @@ import pytest
 from engine import Engine
 from engine.cli.hookengine import main as hookengine
 from engine.replay import classify, load_records, replay
-from tests.conftest import REPO
+from tests.conftest import copy_demo
 from tests.guard_kind import guard_kind  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.usefixtures("guard_kind")
@@ -25,8 +25,7 @@ QUESTIONS = ("How long does shipping to Berlin take?", "Где моя доста
 @pytest.fixture
 def demo(tmp_path: Path) -> Path:
     """The demo config with a guard in the demo agent (the demo's own hooks kept)."""
-    root = tmp_path / "config"
-    shutil.copytree(REPO / "config", root)
+    root = copy_demo(tmp_path)
     (root / "agents/demo/agent.yaml").write_text(
         "hook_files: [hooks/guard.yaml, hooks/city_hint.yaml, hooks/escalate.yaml]\n")
     (root / "agents/demo/hooks/guard.yaml").write_text(GUARD.format(forbidden="[delete_file]"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 from engine.cli.hook_tool import main as hook_tool
 from engine.cli.hookengine import main as hookengine
 from engine.config import load_hook_file
-from tests.conftest import REPO
+from tests.conftest import REPO, copy_demo
 
 ESCALATE = """\
 kind: escalate
@@ -41,8 +40,7 @@ def test_the_demo_config_passes(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_a_broken_demo_test_fails_with_file_line_and_reason(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    root = tmp_path / "config"
-    shutil.copytree(REPO / "config", root)
+    root = copy_demo(tmp_path)
     hook = root / "agents/demo/hooks/escalate.yaml"
     hook.write_text(hook.read_text().replace("answer_contains: help@example.com",
                                              "answer_contains: nobody@example.com"))
