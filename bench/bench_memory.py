@@ -28,9 +28,32 @@ from engine.text import terms
 
 SCOPE = "user:bench"
 TOPICS = [
-    "чай", "кофе", "город", "работа", "собака", "кошка", "спорт", "музыка", "книги", "кино",
-    "море", "горы", "поезд", "tea", "coffee", "city", "work", "dog", "cat", "sport", "music",
-    "books", "movies", "sea", "mountains", "train",
+    "чай",
+    "кофе",
+    "город",
+    "работа",
+    "собака",
+    "кошка",
+    "спорт",
+    "музыка",
+    "книги",
+    "кино",
+    "море",
+    "горы",
+    "поезд",
+    "tea",
+    "coffee",
+    "city",
+    "work",
+    "dog",
+    "cat",
+    "sport",
+    "music",
+    "books",
+    "movies",
+    "sea",
+    "mountains",
+    "train",
 ]
 
 
@@ -44,10 +67,16 @@ def fill(url: str, count: int) -> None:
     store = open_store(url)
     try:
         for start in range(0, count, 500):
-            facts = tuple(NewFact(t, frozenset(terms(t)), rng.random())
-                          for t in (fact_text(rng, i) for i in range(start, start + 500)))
-            store.memory_apply(SCOPE, MemoryUpdate("2025-01-01T00:00:00", facts=facts,
-                                                   dedup_threshold=0, max_facts=count))
+            facts = tuple(
+                NewFact(t, frozenset(terms(t)), rng.random())
+                for t in (fact_text(rng, i) for i in range(start, start + 500))
+            )
+            store.memory_apply(
+                SCOPE,
+                MemoryUpdate(
+                    "2025-01-01T00:00:00", facts=facts, dedup_threshold=0, max_facts=count
+                ),
+            )
     finally:
         store.close()
 

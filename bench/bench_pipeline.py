@@ -12,9 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import measure, report  # noqa: E402
+from common import measure, report
 
-from engine import Engine  # noqa: E402
+from engine import Engine
 
 HOOKS = 10
 
@@ -38,9 +38,11 @@ def plain_functions() -> object:
 
     def make(name: str):  # type: ignore[no-untyped-def]
         def inject(question: str) -> dict[str, object]:
-            return {"messages": [{"role": "system",
-                                  "content": f"Context from {name} for: {question}"}],
-                    "notice": [f"{name} fired"]}
+            return {
+                "messages": [{"role": "system", "content": f"Context from {name} for: {question}"}],
+                "notice": [f"{name} fired"],
+            }
+
         return inject
 
     functions = [make(f"ctx{i}") for i in range(HOOKS)]
@@ -66,16 +68,26 @@ def main() -> None:
         rows = [("plain Python functions (10)", measure(plain_functions(), runs=args.runs))]
         with Engine.load(config, db=str(Path(tmp) / "bench.db"), records=False) as engine:
             agent = engine.agent("bench")
-            rows.append(("engine, 10 inject hooks, records off",
-                         measure(lambda: agent.before_user_message("Где мой заказ?",
-                                                                   user_id="u1"),
-                                 runs=args.runs)))
+            rows.append(
+                (
+                    "engine, 10 inject hooks, records off",
+                    measure(
+                        lambda: agent.before_user_message("Где мой заказ?", user_id="u1"),
+                        runs=args.runs,
+                    ),
+                )
+            )
         with Engine.load(config, db=str(Path(tmp) / "bench2.db")) as engine:
             agent = engine.agent("bench")
-            rows.append(("engine, 10 inject hooks, records on",
-                         measure(lambda: agent.before_user_message("Где мой заказ?",
-                                                                   user_id="u1"),
-                                 runs=args.runs)))
+            rows.append(
+                (
+                    "engine, 10 inject hooks, records on",
+                    measure(
+                        lambda: agent.before_user_message("Где мой заказ?", user_id="u1"),
+                        runs=args.runs,
+                    ),
+                )
+            )
     print(f"before_user_message through {HOOKS} inject hooks, {args.runs} runs each")
     report(rows, baseline="plain Python functions (10)")
 

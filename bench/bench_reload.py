@@ -14,8 +14,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from engine import Engine
 
 EDITS = 20
-HOOK = ("kind: escalate\nname: esc\nmessage: call us\noff_topic_keywords: [{word}]\n"
-        "suppress_on_off_topic: true\n")
+HOOK = (
+    "kind: escalate\nname: esc\nmessage: call us\noff_topic_keywords: [{word}]\n"
+    "suppress_on_off_topic: true\n"
+)
 
 
 def main() -> None:
@@ -58,8 +60,10 @@ def measure(engine: Engine, hook: Path) -> list[float]:
 
 def report(delays: list[float]) -> str:
     ms = sorted(d * 1000 for d in delays)
-    return (f"save -> first evaluation on the new version, {len(ms)} edits: "
-            f"p50 {statistics.median(ms):.1f} ms, max {ms[-1]:.1f} ms, min {ms[0]:.1f} ms")
+    return (
+        f"save -> first evaluation on the new version, {len(ms)} edits: "
+        f"p50 {statistics.median(ms):.1f} ms, max {ms[-1]:.1f} ms, min {ms[0]:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

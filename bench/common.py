@@ -30,5 +30,4 @@ def report(rows: list[tuple[str, list[float]]], *, baseline: str) -> None:
     print(f"{'case':<44} {'p50 µs':>10} {'p99 µs':>10} {'x ' + baseline:>18}")
     for name, times in rows:
         p50 = statistics.median(times)
-        print(f"{name:<44} {p50 * 1e6:>10.1f} {pct(times, 0.99) * 1e6:>10.1f} "
-              f"{p50 / base:>18.1f}")
+        print(f"{name:<44} {p50 * 1e6:>10.1f} {pct(times, 0.99) * 1e6:>10.1f} {p50 / base:>18.1f}")

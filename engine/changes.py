@@ -71,13 +71,24 @@ FIELDS = tuple(f.name for f in fields(Change))
 
 
 _FIELD_TYPES: dict[str, Any] = {
-    "block": str, "messages": list[dict[str, Any]], "notice": list[str], "answer": str,
-    "question": str, "sections": list[str], "instruction": str, "tools": list[Any],
-    "settings": dict[str, Any], "input": dict[str, Any], "result": Any, "append": list[str],
+    "block": str,
+    "messages": list[dict[str, Any]],
+    "notice": list[str],
+    "answer": str,
+    "question": str,
+    "sections": list[str],
+    "instruction": str,
+    "tools": list[Any],
+    "settings": dict[str, Any],
+    "input": dict[str, Any],
+    "result": Any,
+    "append": list[str],
 }
 # one strict validator per field: a change is checked field by field, only the fields it sets
-_CHECKS = {name: TypeAdapter(tp, config=ConfigDict(strict=True)).validate_python
-           for name, tp in _FIELD_TYPES.items()}
+_CHECKS = {
+    name: TypeAdapter(tp, config=ConfigDict(strict=True)).validate_python
+    for name, tp in _FIELD_TYPES.items()
+}
 
 
 def _validate(data: dict[str, Any], hook: str, point: Point) -> Change:
@@ -88,8 +99,12 @@ def _validate(data: dict[str, Any], hook: str, point: Point) -> Change:
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in (name, *err["loc"]))
-            raise PluginError(f"hook {hook!r} at {point}: {where}: {err['msg']}",
-                              hook=hook, point=point, field=name) from exc
+            raise PluginError(
+                f"hook {hook!r} at {point}: {where}: {err['msg']}",
+                hook=hook,
+                point=point,
+                field=name,
+            ) from exc
     return Change(**checked)
 
 
@@ -109,7 +124,9 @@ def parse_change(
     if not isinstance(data, dict):
         raise PluginError(
             f"hook {hook!r} at {point}: a change must be a mapping or null, "
-            f"got {type(data).__name__}", hook=hook, point=point,
+            f"got {type(data).__name__}",
+            hook=hook,
+            point=point,
         )
     accepted = ACCEPTED[point]
     for name in data:
@@ -117,13 +134,22 @@ def parse_change(
             takes = ", ".join(sorted(accepted)) or "nothing (it only hears)"
             raise PluginError(
                 f"hook {hook!r} at {point}: field {name!r} is not accepted here; "
-                f"{point} takes {takes}", hook=hook, point=point, field=str(name),
+                f"{point} takes {takes}",
+                hook=hook,
+                point=point,
+                field=str(name),
             )
-    data = {k: [v] if k in ADD_UP and isinstance(v, str) else v
-            for k, v in data.items() if v is not None}
+    data = {
+        k: [v] if k in ADD_UP and isinstance(v, str) else v
+        for k, v in data.items()
+        if v is not None
+    }
     if point is Point.BEFORE_USER_MESSAGE and "messages" in data:
-        data["messages"] = [_message(m, hook, point) for m in data["messages"]] \
-            if isinstance(data["messages"], list) else data["messages"]
+        data["messages"] = (
+            [_message(m, hook, point) for m in data["messages"]]
+            if isinstance(data["messages"], list)
+            else data["messages"]
+        )
     change = _validate(data, hook, point)
     if change.tools is not None and event is not None:
         _check_subset(change.tools, event.get("tools", []), hook, point)
@@ -138,7 +164,9 @@ def _message(value: Any, hook: str, point: Point) -> Any:
             raise PluginError(
                 f"hook {hook!r} at {point}: messages: {exc.errors()[0]['msg']} "
                 "(a message is {role: system|user|assistant, content: text})",
-                hook=hook, point=point, field="messages",
+                hook=hook,
+                point=point,
+                field="messages",
             ) from exc
     return value
 
@@ -154,7 +182,9 @@ def _check_subset(tools: list[Any], offered: list[Any], hook: str, point: Point)
             raise PluginError(
                 f"hook {hook!r} at {point}: tools: {_tool_name(tool)!r} is not one of the "
                 "event's tools (a change may only narrow the tools)",
-                hook=hook, point=point, field="tools",
+                hook=hook,
+                point=point,
+                field="tools",
             )
 
 

@@ -70,7 +70,12 @@ class ConfigError(EngineError):
 
     @classmethod
     def single(
-        cls, path: str | Path, message: str, *, line: int | None = None, field: str | None = None,
+        cls,
+        path: str | Path,
+        message: str,
+        *,
+        line: int | None = None,
+        field: str | None = None,
         hint: str | None = None,
     ) -> ConfigError:
         return cls([Problem(str(path), line, field, message, hint)])
@@ -86,8 +91,14 @@ class ScriptError(EngineError):
     cause = "error"
 
     def __init__(
-        self, message: str, *, hook: str | None = None, language: str | None = None,
-        line: int | None = None, column: int | None = None, cause: str | None = None,
+        self,
+        message: str,
+        *,
+        hook: str | None = None,
+        language: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        cause: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -104,14 +115,17 @@ class ScriptCompileError(ScriptError):
 
     cause = "compile"
 
-    def __init__(self, problems: list[Problem], *, hook: str | None = None,
-                 language: str | None = None) -> None:
+    def __init__(
+        self, problems: list[Problem], *, hook: str | None = None, language: str | None = None
+    ) -> None:
         self.problems = list(problems)
         first = self.problems[0] if self.problems else None
         super().__init__(
             "\n".join(str(p) for p in self.problems) or "script did not compile",
-            hook=hook, language=language,
-            line=first.line if first else None, column=first.column if first else None,
+            hook=hook,
+            language=language,
+            line=first.line if first else None,
+            column=first.column if first else None,
         )
 
 
@@ -128,8 +142,14 @@ class ScriptLimitError(ScriptError):
 class PluginError(EngineError):
     """A hook returned a change its point does not accept, or named an unknown point."""
 
-    def __init__(self, message: str, *, hook: str | None = None, point: str | None = None,
-                 field: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        hook: str | None = None,
+        point: str | None = None,
+        field: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.hook = hook
         self.point = point

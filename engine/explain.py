@@ -59,17 +59,25 @@ def explain(pipeline: Pipeline, point: Point | None = None) -> Explanation:
 
 
 def _entry(hook: Hook, layer: str) -> Entry:
-    return Entry(hook.name, hook.kind, hook.version, hook.mode.value, layer,
-                 hook.on_error.value, str(hook.source))
+    return Entry(
+        hook.name,
+        hook.kind,
+        hook.version,
+        hook.mode.value,
+        layer,
+        hook.on_error.value,
+        str(hook.source),
+    )
 
 
 def _point_warnings(point: Point, hooks: list[Hook]) -> list[str]:
     warnings = []
     for i, hook in enumerate(hooks):
-        if hook.mode is Mode.ENFORCE and always_blocks(hook, point) and hooks[i + 1:]:
-            later = ", ".join(h.name for h in hooks[i + 1:])
-            warnings.append(f"{point.value}: {hook.name} blocks unconditionally, so {later} "
-                            "never run")
+        if hook.mode is Mode.ENFORCE and always_blocks(hook, point) and hooks[i + 1 :]:
+            later = ", ".join(h.name for h in hooks[i + 1 :])
+            warnings.append(
+                f"{point.value}: {hook.name} blocks unconditionally, so {later} never run"
+            )
             break
     setters: dict[str, str] = {}
     for hook in hooks:
@@ -77,8 +85,10 @@ def _point_warnings(point: Point, hooks: list[Hook]) -> list[str]:
             continue
         for name in sorted(replaced_fields(hook, point)):
             if name in setters:
-                warnings.append(f"{point.value}: {setters[name]} and {hook.name} both replace "
-                                f"{name!r}; when both fire, {hook.name}'s wins")
+                warnings.append(
+                    f"{point.value}: {setters[name]} and {hook.name} both replace "
+                    f"{name!r}; when both fire, {hook.name}'s wins"
+                )
             setters[name] = hook.name
     return warnings
 
@@ -87,10 +97,13 @@ def _idle_warnings(hook: Hook) -> list[str]:
     config = getattr(hook, "config", None)
     if hook.kind == "inject" and not (config.messages or config.notice):
         return [f"{hook.name}: inject has no messages and no notice; it never changes anything"]
-    if hook.kind == "escalate" and not (config.off_topic_keywords or config.empty_answer_patterns
-                                        or config.min_answer_chars):
-        return [f"{hook.name}: escalate has no off_topic_keywords, empty_answer_patterns or "
-                "min_answer_chars; it never fires"]
+    if hook.kind == "escalate" and not (
+        config.off_topic_keywords or config.empty_answer_patterns or config.min_answer_chars
+    ):
+        return [
+            f"{hook.name}: escalate has no off_topic_keywords, empty_answer_patterns or "
+            "min_answer_chars; it never fires"
+        ]
     return []
 
 
@@ -173,7 +186,7 @@ def _handler_text(source: str, name: str) -> str:
     match = re.search(rf"(def|function)\s+{re.escape(name)}\s*\(", source)
     if match is None:
         return ""
-    rest = source[match.end():]
+    rest = source[match.end() :]
     following = re.search(r"\n(def|function)\s+\w+\s*\(", rest)
     return rest[: following.start()] if following else rest
 
@@ -184,8 +197,10 @@ def explanation_lines(ex: Explanation) -> list[str]:
     for point, entries in ex.points.items():
         lines.append(f"{point}:" + ("" if entries else "  (no hooks)"))
         for n, e in enumerate(entries, 1):
-            lines.append(f"  {n}. {e.name:<20} {e.kind:<12} {e.version}  {e.mode:<7}  "
-                         f"{e.layer:<5}  on_error={e.on_error}  {_shown(e.source)}")
+            lines.append(
+                f"  {n}. {e.name:<20} {e.kind:<12} {e.version}  {e.mode:<7}  "
+                f"{e.layer:<5}  on_error={e.on_error}  {_shown(e.source)}"
+            )
     lines += [f"warning: {w}" for w in ex.warnings] or ["no warnings"]
     return lines
 
@@ -195,9 +210,20 @@ def _shown(path: str) -> str:
 
 
 def as_data(ex: Explanation) -> dict[str, Any]:
-    return {"agent": ex.agent, "generation": ex.generation, "warnings": ex.warnings,
-            "points": {p: [e.__dict__ for e in entries] for p, entries in ex.points.items()}}
+    return {
+        "agent": ex.agent,
+        "generation": ex.generation,
+        "warnings": ex.warnings,
+        "points": {p: [e.__dict__ for e in entries] for p, entries in ex.points.items()},
+    }
 
 
-__all__ = ["Entry", "Explanation", "always_blocks", "as_data", "explain", "explanation_lines",
-           "replaced_fields"]
+__all__ = [
+    "Entry",
+    "Explanation",
+    "always_blocks",
+    "as_data",
+    "explain",
+    "explanation_lines",
+    "replaced_fields",
+]

@@ -67,8 +67,21 @@ class Outcome:
 
     def decision(self) -> dict[str, Any]:
         """What the outcome decided, without timings or ids: replay compares these."""
-        keys = ("blocked", "reason", "answer", "question", "messages", "notices", "sections",
-                "instruction", "tools", "settings", "input", "result", "appended")
+        keys = (
+            "blocked",
+            "reason",
+            "answer",
+            "question",
+            "messages",
+            "notices",
+            "sections",
+            "instruction",
+            "tools",
+            "settings",
+            "input",
+            "result",
+            "appended",
+        )
         # shallow copies: the host owns the outcome and may change its lists afterwards
         data = {}
         for key in keys:

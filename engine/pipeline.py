@@ -72,8 +72,12 @@ class _Failure(Exception):
 
 
 def evaluate(
-    pipeline: Pipeline, point: Point, event: dict[str, Any], services: Services,
-    *, replay: Mapping[str, Mapping[str, Any]] | None = None,
+    pipeline: Pipeline,
+    point: Point,
+    event: dict[str, Any],
+    services: Services,
+    *,
+    replay: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Outcome:
     """Run ``point``'s hooks over ``event`` and return the merged outcome (and record it).
 
@@ -91,9 +95,13 @@ def evaluate(
         if merged.block is not None or refusal is not None:
             runs.append(_run_of(slot, "skipped", 0.0))
             continue
-        ctx = HookContext(pipeline.agent, scope, services.store,
-                          services.memo_for(pipeline.agent, hook.name),
-                          replay=None if replay is None else replay.get(hook.name, {}))
+        ctx = HookContext(
+            pipeline.agent,
+            scope,
+            services.store,
+            services.memo_for(pipeline.agent, hook.name),
+            replay=None if replay is None else replay.get(hook.name, {}),
+        )
         started = time.perf_counter()
         try:
             change = _call(hook, point, seen, ctx)
@@ -146,8 +154,9 @@ def _call(hook: Hook, point: Point, event: dict[str, Any], ctx: HookContext) -> 
 def _refusal(point: Point, hook: Hook, error: _Failure) -> tuple[str, Change] | None:
     """The change a failure makes at ``point`` (None: the hook is neutral)."""
     if point is Point.TOOL_CALL:
-        reason = (f"a required check failed: hook {hook.name!r} ({error.cause}); "
-                  "the tool was not run")
+        reason = (
+            f"a required check failed: hook {hook.name!r} ({error.cause}); the tool was not run"
+        )
         return hook.name, Change(block=reason)
     if point.hears_only or hook.on_error is OnError.IGNORE:
         return None
@@ -162,17 +171,34 @@ def _refusal(point: Point, hook: Hook, error: _Failure) -> tuple[str, Change] | 
 def _run_of(slot: Slot, status: str, elapsed: float, ctx: HookContext | None = None) -> HookRun:
     hook = slot.hook
     return HookRun(
-        hook.name, hook.kind, hook.version, hook.mode.value, slot.layer, status,
-        round(elapsed, 4), logs=ctx.logs if ctx else [], extras=ctx.extras if ctx else {},
+        hook.name,
+        hook.kind,
+        hook.version,
+        hook.mode.value,
+        slot.layer,
+        status,
+        round(elapsed, 4),
+        logs=ctx.logs if ctx else [],
+        extras=ctx.extras if ctx else {},
     )
 
 
 def _outcome(
-    pipeline: Pipeline, point: Point, event: dict[str, Any], seen: dict[str, Any],
-    merged: Change, runs: list[HookRun],
+    pipeline: Pipeline,
+    point: Point,
+    event: dict[str, Any],
+    seen: dict[str, Any],
+    merged: Change,
+    runs: list[HookRun],
 ) -> Outcome:
-    out = Outcome(point=point.value, agent=pipeline.agent, id=os.urandom(16).hex(),
-                  turn_id=event.get("turn_id"), hooks=runs, generation=pipeline.generation)
+    out = Outcome(
+        point=point.value,
+        agent=pipeline.agent,
+        id=os.urandom(16).hex(),
+        turn_id=event.get("turn_id"),
+        hooks=runs,
+        generation=pipeline.generation,
+    )
     out.blocked = merged.block is not None
     out.reason = merged.block
     out.notices = list(merged.notice)
@@ -199,9 +225,16 @@ def _record(
     data = outcome.decision()
     data.update(events=outcome.events, shadow=outcome.shadow, failed=outcome.failed)
     return Record.model_construct(
-        id=outcome.id, time=event["time"], agent=pipeline.agent, point=point.value,
-        scope=scope.model_dump(), scope_key=scope.key(), event=event, hooks=outcome.hooks,
-        outcome=data, generation=pipeline.generation,
+        id=outcome.id,
+        time=event["time"],
+        agent=pipeline.agent,
+        point=point.value,
+        scope=scope.model_dump(),
+        scope_key=scope.key(),
+        event=event,
+        hooks=outcome.hooks,
+        outcome=data,
+        generation=pipeline.generation,
     )
 
 

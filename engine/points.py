@@ -45,7 +45,8 @@ def parse_point(name: str, *, hook: str | None = None) -> Point:
         hint = suggest(name, [p.value for p in Point])
         raise PluginError(
             f"unknown point {name!r}" + (f" (did you mean {hint!r}?)" if hint else ""),
-            hook=hook, point=name,
+            hook=hook,
+            point=name,
         ) from None
 
 

@@ -48,8 +48,9 @@ class RecordWriter:
     engine calls it on close and at exit).
     """
 
-    def __init__(self, store: Store, *, retention: int = 0, batch: int = 500,
-                 interval: float = 0.05) -> None:
+    def __init__(
+        self, store: Store, *, retention: int = 0, batch: int = 500, interval: float = 0.05
+    ) -> None:
         self.store = store
         self.retention = retention
         self.batch = batch
@@ -63,8 +64,7 @@ class RecordWriter:
         self._wake = threading.Event()
         self._stop = False
         self._drained = threading.Condition()
-        self._thread = threading.Thread(target=self._loop, name="hookengine-records",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._loop, name="hookengine-records", daemon=True)
         self._thread.start()
 
     def submit(self, record: Record, mask: list[str] | None = None) -> None:

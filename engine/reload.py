@@ -73,8 +73,10 @@ class ReloadEvent:
             return [head, *(f"  {p}" for p in self.problems)]
         if not self.swapped:
             return [f"{self.agent}: no change (generation {self.generation})"]
-        return [f"reloaded {self.agent}: generation {self.generation}",
-                *(f"  {c}" for c in self.changes)]
+        return [
+            f"reloaded {self.agent}: generation {self.generation}",
+            *(f"  {c}" for c in self.changes),
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -83,8 +85,7 @@ class ReloadEvent:
 
 
 def _problem_data(p: Problem) -> dict[str, Any]:
-    return {"file": p.path, "line": p.line, "field": p.field, "message": p.message,
-            "text": str(p)}
+    return {"file": p.path, "line": p.line, "field": p.field, "message": p.message, "text": str(p)}
 
 
 @dataclass
@@ -184,8 +185,9 @@ def _slot_key(spec_or_hook: Any) -> tuple[Path, str, str]:
 def describe(old: tuple[HookSpec, ...], new: tuple[HookSpec, ...], layer: str) -> list[str]:
     """What changed between two versions of a layer's hooks, one line each."""
     before, after = {h.name: h for h in old}, {h.name: h for h in new}
-    lines = [f"+ {layer} hook {n} ({after[n].kind}, {after[n].shown})"
-             for n in after if n not in before]
+    lines = [
+        f"+ {layer} hook {n} ({after[n].kind}, {after[n].shown})" for n in after if n not in before
+    ]
     lines += [f"- {layer} hook {n}" for n in before if n not in after]
     for name in after:
         if name in before and before[name].version != after[name].version:
@@ -254,14 +256,16 @@ class Reloader:
         with self._lock:
             engine_yaml = self.root / "engine.yaml"
             try:
-                settings, specs = _stable(engine_yaml, lambda: _read_host(self.root),
-                                          lambda r: list(r[1]))
+                settings, specs = _stable(
+                    engine_yaml, lambda: _read_host(self.root), lambda r: list(r[1])
+                )
                 slots = self._build(specs, "host", self.engine.host_slots)
                 self._test(specs, slots)
             except Exception as exc:  # noqa: BLE001 - the reload edge: report, keep last good
                 problems = _problems(exc, engine_yaml)
-                return [self._publish(self._refused(n, problems, files))
-                        for n in self.engine.agents]
+                return [
+                    self._publish(self._refused(n, problems, files)) for n in self.engine.agents
+                ]
             notes = describe(self.host_specs, specs, "host") + self._settings_note(settings)
             self.host_specs, self.engine.host_slots = specs, slots
             self.engine.project = dataclasses.replace(self.engine.project, host_hooks=specs)
@@ -275,14 +279,16 @@ class Reloader:
         changed = ", ".join(k for k in now if was.get(k) != now.get(k))
         return [f"engine.yaml: {changed} take effect on restart"]
 
-    def _rebuild(self, name: str, files: tuple[str, ...], notes: list[str] | None = None
-                 ) -> ReloadEvent:
+    def _rebuild(
+        self, name: str, files: tuple[str, ...], notes: list[str] | None = None
+    ) -> ReloadEvent:
         agent = self.engine.agent(name)
         current = agent.pipeline
         owner = self.root / "agents" / name / "agent.yaml"
         try:
-            spec = _stable(owner, lambda: load_agent(self.root, name, self.host_specs),
-                           lambda s: list(s.hooks))
+            spec = _stable(
+                owner, lambda: load_agent(self.root, name, self.host_specs), lambda s: list(s.hooks)
+            )
             if self._same(spec, current):
                 self._test(spec.hooks, None)
                 return ReloadEvent(name, True, current.generation, now_iso(), files=files)
@@ -292,29 +298,42 @@ class Reloader:
             return self._refused(name, _problems(exc, owner), files)
         changes = (notes or []) + describe(self.specs[name].hooks, spec.hooks, "agent")
         records = spec.config.records or self.engine.settings.records
-        pipeline = Pipeline(name, slots + self.engine.host_slots, self._next_generation(),
-                            records)
+        pipeline = Pipeline(name, slots + self.engine.host_slots, self._next_generation(), records)
         self.retired.append((agent, agent.swap(pipeline)))
         self.specs[name] = spec
         self.engine.project = dataclasses.replace(
-            self.engine.project, agents={**self.engine.project.agents, name: spec})
+            self.engine.project, agents={**self.engine.project.agents, name: spec}
+        )
         self.sweep()
-        return ReloadEvent(name, True, pipeline.generation, now_iso(), True,
-                           tuple(changes) or ("agent.yaml changed",), (), files)
+        return ReloadEvent(
+            name,
+            True,
+            pipeline.generation,
+            now_iso(),
+            True,
+            tuple(changes) or ("agent.yaml changed",),
+            (),
+            files,
+        )
 
     def _same(self, spec: AgentSpec, current: Pipeline) -> bool:
         """Nothing to swap: same agent.yaml, same hook versions, the live host layer."""
         old = self.specs[spec.name]
         host = tuple(s for s in current.slots if s.layer == "host")
-        return (spec.config == old.config and host == self.engine.host_slots
-                and [_slot_key(h) for h in spec.hooks] == [_slot_key(h) for h in old.hooks])
+        return (
+            spec.config == old.config
+            and host == self.engine.host_slots
+            and [_slot_key(h) for h in spec.hooks] == [_slot_key(h) for h in old.hooks]
+        )
 
-    def _build(self, specs: tuple[HookSpec, ...], layer: str, current: tuple[Slot, ...]
-               ) -> tuple[Slot, ...]:
+    def _build(
+        self, specs: tuple[HookSpec, ...], layer: str, current: tuple[Slot, ...]
+    ) -> tuple[Slot, ...]:
         """The layer's slots: unchanged hooks reused, the others built (ConfigError if not)."""
         reuse = {_slot_key(s.hook): s for s in current if s.layer == layer}
-        fresh = iter(self.engine.build_slots([s for s in specs if _slot_key(s) not in reuse],
-                                             layer))
+        fresh = iter(
+            self.engine.build_slots([s for s in specs if _slot_key(s) not in reuse], layer)
+        )
         return tuple(reuse.get(_slot_key(s)) or next(fresh) for s in specs)
 
     def _test(self, specs: tuple[HookSpec, ...], slots: tuple[Slot, ...] | None) -> None:
@@ -330,8 +349,9 @@ class Reloader:
 
     def _refused(self, name: str, problems: list[Problem], files: tuple[str, ...]) -> ReloadEvent:
         generation = self.engine.agent(name).pipeline.generation
-        return ReloadEvent(name, False, generation, now_iso(), problems=tuple(problems),
-                           files=files)
+        return ReloadEvent(
+            name, False, generation, now_iso(), problems=tuple(problems), files=files
+        )
 
     def _next_generation(self) -> int:
         self.engine.generation += 1
@@ -397,14 +417,14 @@ class Reloader:
         for name in self.engine.agents:
             pipeline, state = self.engine.agent(name).pipeline, self.states[name]
             agents[name] = {
-                "generation": pipeline.generation, "loaded_at": state.loaded_at,
+                "generation": pipeline.generation,
+                "loaded_at": state.loaded_at,
                 "reloads": state.reloads,
                 "hooks": {s.hook.name: s.hook.version for s in pipeline.slots},
                 "error": _error_data(state.error),
                 "last_error": _error_data(state.last_error),
             }
-        return {"watching": self.watching, "generation": self.engine.generation,
-                "agents": agents}
+        return {"watching": self.watching, "generation": self.engine.generation, "agents": agents}
 
     # -- watching -------------------------------------------------------------------------------
 
@@ -416,8 +436,11 @@ class Reloader:
         """Every file that matters, mapped to its agent (None: the host layer, every agent)."""
         found: dict[Path, str | None] = {}
         for name, spec in self.specs.items():
-            files = set(spec.files) | _files_of(spec.hooks) | _wanted(spec.folder,
-                                                                       spec.folder / "agent.yaml")
+            files = (
+                set(spec.files)
+                | _files_of(spec.hooks)
+                | _wanted(spec.folder, spec.folder / "agent.yaml")
+            )
             found.update(dict.fromkeys(files, name))
         host = _files_of(self.host_specs) | _wanted(self.root, self.root / "engine.yaml")
         found.update(dict.fromkeys(host, None))
@@ -436,18 +459,30 @@ class Reloader:
 
         dirs = self.watched_dirs()
         changes = watchfiles.watch(
-            *sorted(dirs), watch_filter=None, debounce=self.debounce_ms, step=self.step_ms,
-            stop_event=self._stop, rust_timeout=100, yield_on_timeout=True, recursive=False)
+            *sorted(dirs),
+            watch_filter=None,
+            debounce=self.debounce_ms,
+            step=self.step_ms,
+            stop_event=self._stop,
+            rust_timeout=100,
+            yield_on_timeout=True,
+            recursive=False,
+        )
         try:
             first = next(changes)  # returns once the OS watcher is set up (or after 100 ms)
         except StopIteration:
             return
-        self._thread = threading.Thread(target=self._watch, args=(changes, first, dirs),
-                                        name="hookengine-reload", daemon=True)
+        self._thread = threading.Thread(
+            target=self._watch, args=(changes, first, dirs), name="hookengine-reload", daemon=True
+        )
         self._thread.start()
 
-    def _watch(self, changes: Generator[set[tuple[Any, str]], None, None],
-               first: set[tuple[Any, str]], dirs: set[Path]) -> None:
+    def _watch(
+        self,
+        changes: Generator[set[tuple[Any, str]], None, None],
+        first: set[tuple[Any, str]],
+        dirs: set[Path],
+    ) -> None:
         batch = first
         while True:
             try:
@@ -497,10 +532,13 @@ def _error_data(event: ReloadEvent | None) -> dict[str, Any] | None:
     if event is None:
         return None
     first = event.problems[0] if event.problems else None
-    return {"time": event.time, "file": first.path if first else None,
-            "line": first.line if first else None,
-            "message": str(first) if first else "reload failed",
-            "problems": [str(p) for p in event.problems]}
+    return {
+        "time": event.time,
+        "file": first.path if first else None,
+        "line": first.line if first else None,
+        "message": str(first) if first else "reload failed",
+        "problems": [str(p) for p in event.problems],
+    }
 
 
 def _problems(exc: Exception, owner: Path) -> list[Problem]:

@@ -22,8 +22,21 @@ from engine.points import Point
 from engine.runtime import Engine
 from engine.store import Record, RecordQuery, open_store
 
-FIELDS = ("blocked", "reason", "answer", "question", "messages", "notices", "sections",
-          "instruction", "tools", "settings", "input", "result", "appended")
+FIELDS = (
+    "blocked",
+    "reason",
+    "answer",
+    "question",
+    "messages",
+    "notices",
+    "sections",
+    "instruction",
+    "tools",
+    "settings",
+    "input",
+    "result",
+    "appended",
+)
 """The decision fields compared (``Outcome.decision()``)."""
 
 
@@ -69,10 +82,15 @@ def classify(before: dict[str, Any], after: dict[str, Any]) -> tuple[str, tuple[
     fields = tuple(f for f in FIELDS if _norm(before.get(f)) != _norm(after.get(f)))
     if bool(before.get("blocked")) != bool(after.get("blocked")):
         return ("allowed → blocked" if after.get("blocked") else "blocked → allowed"), fields
-    names = {"reason": "different reason", "input": "changed input",
-             "answer": "different answer", "question": "rewritten question",
-             "result": "different result", "messages": "different messages",
-             "notices": "different notices"}
+    names = {
+        "reason": "different reason",
+        "input": "changed input",
+        "answer": "different answer",
+        "question": "rewritten question",
+        "result": "different result",
+        "messages": "different messages",
+        "notices": "different notices",
+    }
     for name in names:
         if name in fields:
             return names[name], fields
@@ -86,18 +104,17 @@ class Replayer:
         self.engine = engine
         self.scratch = open_store(":memory:")
         memos: dict[tuple[str, str], Memo] = {}
-        self.services = Services(self.scratch, lambda a, h: memos.setdefault((a, h), Memo()),
-                                 None)
+        self.services = Services(self.scratch, lambda a, h: memos.setdefault((a, h), Memo()), None)
 
     def outcome(self, record: Record) -> Outcome:
         """The current hooks' outcome for a recorded event (recorded judge answers reused)."""
         pipeline = self.engine.agent(record.agent).pipeline
         extras = {run.name: run.extras for run in record.hooks if run.extras}
-        return evaluate(pipeline, Point(record.point), record.event, self.services,
-                        replay=extras)
+        return evaluate(pipeline, Point(record.point), record.event, self.services, replay=extras)
 
-    def run(self, records: list[Record],
-            progress: Callable[[int, int], None] | None = None) -> ReplayReport:
+    def run(
+        self, records: list[Record], progress: Callable[[int, int], None] | None = None
+    ) -> ReplayReport:
         """Replay ``records`` oldest first; ``progress(done, total)`` after each."""
         report = ReplayReport()
         ordered = sorted(records, key=lambda r: r.time)
@@ -122,27 +139,43 @@ class Replayer:
         if not fields:
             report.same += 1
             if _norm(shadow_before) != shadow_after:
-                report.shadow_differences.append(Difference(
-                    record, "shadow decision changed", (), before, after, shadow_before,
-                    shadow_after))
+                report.shadow_differences.append(
+                    Difference(
+                        record,
+                        "shadow decision changed",
+                        (),
+                        before,
+                        after,
+                        shadow_before,
+                        shadow_after,
+                    )
+                )
             return
         report.kinds[kind] += 1
-        report.differences.append(Difference(record, kind, fields, before, after,
-                                             shadow_before, shadow_after))
+        report.differences.append(
+            Difference(record, kind, fields, before, after, shadow_before, shadow_after)
+        )
 
     def close(self) -> None:
         self.scratch.close()
 
 
-def load_records(engine: Engine, *, agent: str | None = None, point: str | None = None,
-                 since: str | None = None, limit: int = 10_000) -> list[Record]:
+def load_records(
+    engine: Engine,
+    *,
+    agent: str | None = None,
+    point: str | None = None,
+    since: str | None = None,
+    limit: int = 10_000,
+) -> list[Record]:
     """The newest ``limit`` records matching the filters, oldest first."""
     query = RecordQuery(agent=agent, point=point, since=since, limit=limit)
     return list(reversed(engine.records(query)))
 
 
-def replay(engine: Engine, records: list[Record],
-           progress: Callable[[int, int], None] | None = None) -> ReplayReport:
+def replay(
+    engine: Engine, records: list[Record], progress: Callable[[int, int], None] | None = None
+) -> ReplayReport:
     """Replay ``records`` through ``engine``'s current hooks (see the module docstring)."""
     replayer = Replayer(engine)
     try:
@@ -165,15 +198,21 @@ def report_lines(report: ReplayReport, *, limit: int = 50) -> list[str]:
         lines += difference_lines(diff)
     if len(report.shadow_differences) > limit:
         lines.append(f"... {len(report.shadow_differences) - limit} more shadow differences")
-    lines.append(f"replayed {report.total}: {report.same} same, {len(report.differences)} "
-                 f"differ, {report.skipped} skipped")
+    lines.append(
+        f"replayed {report.total}: {report.same} same, {len(report.differences)} "
+        f"differ, {report.skipped} skipped"
+    )
     lines += [f"  {count:6d}  {kind}" for kind, count in report.kinds.most_common()]
     if report.shadow_differences:
-        lines.append(f"  {len(report.shadow_differences):6d}  shadow decision changed "
-                     "(enforced decision the same)")
+        lines.append(
+            f"  {len(report.shadow_differences):6d}  shadow decision changed "
+            "(enforced decision the same)"
+        )
     for hook in sorted(set(report.shadow_before) | set(report.shadow_after)):
-        lines.append(f"  shadow {hook}: would change {report.shadow_after[hook]} events now "
-                     f"(recorded: {report.shadow_before[hook]})")
+        lines.append(
+            f"  shadow {hook}: would change {report.shadow_after[hook]} events now "
+            f"(recorded: {report.shadow_before[hook]})"
+        )
     return lines
 
 
@@ -214,5 +253,12 @@ def _short(value: Any, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["Difference", "ReplayReport", "Replayer", "classify", "load_records", "replay",
-           "report_lines"]
+__all__ = [
+    "Difference",
+    "ReplayReport",
+    "Replayer",
+    "classify",
+    "load_records",
+    "replay",
+    "report_lines",
+]

@@ -50,8 +50,13 @@ class Engine:
     """
 
     def __init__(
-        self, project: ProjectConfig, *, live: bool = False, db: str | None = None,
-        records: bool = True, watch: bool = False,
+        self,
+        project: ProjectConfig,
+        *,
+        live: bool = False,
+        db: str | None = None,
+        records: bool = True,
+        watch: bool = False,
     ) -> None:
         self.project = project
         self.settings: EngineSettings = project.settings
@@ -64,12 +69,21 @@ class Engine:
         self.live = live
         self.db_override = db
         self.store = self.open_store(db or "")
-        self.writer = RecordWriter(self.store, retention=self.settings.retention) \
-            if records else None
-        self.services = Services(self.store, self.memo_for,
-                                 self.writer.submit if self.writer else None)
-        self.env = BuildEnv(self.settings, project.base_dir, self.open_store, self.sandbox,
-                            self.providers, live=live, db_override=db)
+        self.writer = (
+            RecordWriter(self.store, retention=self.settings.retention) if records else None
+        )
+        self.services = Services(
+            self.store, self.memo_for, self.writer.submit if self.writer else None
+        )
+        self.env = BuildEnv(
+            self.settings,
+            project.base_dir,
+            self.open_store,
+            self.sandbox,
+            self.providers,
+            live=live,
+            db_override=db,
+        )
         self._agents: dict[str, Agent] = {}
         self.generation = 0
         self.reloader: Reloader | None = None
@@ -235,8 +249,9 @@ def _script_problem(spec: HookSpec, problem: Problem) -> Problem:
     if spec.script_path is None:
         line = spec.line("source")
         offset = (line or 0) + (problem.line or 0)
-        return Problem(spec.shown, offset or None, "source", problem.message, problem.hint,
-                       problem.column)
+        return Problem(
+            spec.shown, offset or None, "source", problem.message, problem.hint, problem.column
+        )
     return problem
 
 
@@ -252,19 +267,36 @@ class Agent:
         """Evaluations in flight per pipeline (by id): a replaced one is closed at zero."""
 
     def evaluate(
-        self, point: Point | str, fields: Mapping[str, Any] | None = None, *,
-        user_id: str | None = None, session_id: str | None = None, template: str | None = None,
-        process: str | None = None, time: str | None = None, turn_id: str | None = None,
+        self,
+        point: Point | str,
+        fields: Mapping[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        template: str | None = None,
+        process: str | None = None,
+        time: str | None = None,
+        turn_id: str | None = None,
         replay: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Outcome:
         """Evaluate any point with its event fields (the generic form of the methods below)."""
         point = Point(point)
         if turn_id is None and point is Point.BEFORE_USER_MESSAGE:
             turn_id = uuid.uuid4().hex  # hosts pass it back to feedback and later points
-        scope = {"user_id": user_id, "session_id": session_id, "template": template,
-                 "process": process or self.engine.settings.process}
-        event = make_event(point, agent=self.name, scope=scope, time=time or now_iso(),
-                           turn_id=turn_id, **dict(fields or {}))
+        scope = {
+            "user_id": user_id,
+            "session_id": session_id,
+            "template": template,
+            "process": process or self.engine.settings.process,
+        }
+        event = make_event(
+            point,
+            agent=self.name,
+            scope=scope,
+            time=time or now_iso(),
+            turn_id=turn_id,
+            **dict(fields or {}),
+        )
         pipeline = self._take()  # one snapshot for the whole evaluation
         try:
             return evaluate(pipeline, point, event, self.engine.services, replay=replay)
@@ -298,36 +330,74 @@ class Agent:
         """A user message arrived. ``out.answer`` set: skip the LLM; ``out.blocked``: refuse."""
         return self.evaluate(Point.BEFORE_USER_MESSAGE, {"question": question}, **scope)
 
-    def before_call(self, instruction: str = "", messages: list[dict[str, Any]] | None = None,
-                    tools: list[Any] | None = None, settings: dict[str, Any] | None = None,
-                    **scope: Any) -> Outcome:
+    def before_call(
+        self,
+        instruction: str = "",
+        messages: list[dict[str, Any]] | None = None,
+        tools: list[Any] | None = None,
+        settings: dict[str, Any] | None = None,
+        **scope: Any,
+    ) -> Outcome:
         """Before an LLM request: instruction, sections, messages, tools, settings to use."""
-        return self.evaluate(Point.BEFORE_CALL, {
-            "instruction": instruction, "messages": messages or [], "tools": tools or [],
-            "settings": settings or {}}, **scope)
+        return self.evaluate(
+            Point.BEFORE_CALL,
+            {
+                "instruction": instruction,
+                "messages": messages or [],
+                "tools": tools or [],
+                "settings": settings or {},
+            },
+            **scope,
+        )
 
-    def tool_call(self, name: str, input: dict[str, Any] | None = None, *,
-                  call_id: str | None = None, **scope: Any) -> Outcome:
+    def tool_call(
+        self,
+        name: str,
+        input: dict[str, Any] | None = None,
+        *,
+        call_id: str | None = None,
+        **scope: Any,
+    ) -> Outcome:
         """Before a tool runs. ``d.blocked``: do not run it, tell the model ``d.reason``."""
-        return self.evaluate(Point.TOOL_CALL, {"name": name, "input": input or {},
-                                               "call_id": call_id}, **scope)
+        return self.evaluate(
+            Point.TOOL_CALL, {"name": name, "input": input or {}, "call_id": call_id}, **scope
+        )
 
-    def tool_result(self, name: str, input: dict[str, Any] | None, result: Any, *,
-                    call_id: str | None = None, **scope: Any) -> Outcome:
+    def tool_result(
+        self,
+        name: str,
+        input: dict[str, Any] | None,
+        result: Any,
+        *,
+        call_id: str | None = None,
+        **scope: Any,
+    ) -> Outcome:
         """After a tool ran: ``out.result`` is what to hand the model."""
-        return self.evaluate(Point.TOOL_RESULT, {"name": name, "input": input or {},
-                                                 "result": result, "call_id": call_id}, **scope)
+        return self.evaluate(
+            Point.TOOL_RESULT,
+            {"name": name, "input": input or {}, "result": result, "call_id": call_id},
+            **scope,
+        )
 
     def before_assistant_message(self, question: str, answer: str, **scope: Any) -> Outcome:
         """The answer is about to reach the user: ``out.answer`` is what to show."""
-        return self.evaluate(Point.BEFORE_ASSISTANT_MESSAGE,
-                             {"question": question, "answer": answer}, **scope)
+        return self.evaluate(
+            Point.BEFORE_ASSISTANT_MESSAGE, {"question": question, "answer": answer}, **scope
+        )
 
-    def after_turn(self, question: str, answer: str,
-                   tool_calls: list[dict[str, Any]] | None = None, **scope: Any) -> Outcome:
+    def after_turn(
+        self,
+        question: str,
+        answer: str,
+        tool_calls: list[dict[str, Any]] | None = None,
+        **scope: Any,
+    ) -> Outcome:
         """The turn ended (hooks only hear)."""
-        return self.evaluate(Point.AFTER_TURN, {"question": question, "answer": answer,
-                                                "tool_calls": tool_calls or []}, **scope)
+        return self.evaluate(
+            Point.AFTER_TURN,
+            {"question": question, "answer": answer, "tool_calls": tool_calls or []},
+            **scope,
+        )
 
     def after_loop(self, status: str, **scope: Any) -> Outcome:
         """The agent loop ended with ``status`` (e.g. ``job_done``)."""
@@ -338,8 +408,9 @@ class Agent:
         return self.evaluate(Point.FEEDBACK, {"rating": rating}, turn_id=turn_id, **scope)
 
     # asyncio forms: the same calls, run in a worker thread so the event loop never blocks
-    async def aevaluate(self, point: Point | str, fields: Mapping[str, Any] | None = None,
-                        **kw: Any) -> Outcome:
+    async def aevaluate(
+        self, point: Point | str, fields: Mapping[str, Any] | None = None, **kw: Any
+    ) -> Outcome:
         return await asyncio.to_thread(self.evaluate, point, fields, **kw)
 
     async def abefore_user_message(self, question: str, **scope: Any) -> Outcome:
@@ -348,16 +419,17 @@ class Agent:
     async def abefore_call(self, *args: Any, **kw: Any) -> Outcome:
         return await asyncio.to_thread(self.before_call, *args, **kw)
 
-    async def atool_call(self, name: str, input: dict[str, Any] | None = None,
-                         **kw: Any) -> Outcome:
+    async def atool_call(
+        self, name: str, input: dict[str, Any] | None = None, **kw: Any
+    ) -> Outcome:
         return await asyncio.to_thread(self.tool_call, name, input, **kw)
 
-    async def atool_result(self, name: str, input: dict[str, Any] | None, result: Any,
-                           **kw: Any) -> Outcome:
+    async def atool_result(
+        self, name: str, input: dict[str, Any] | None, result: Any, **kw: Any
+    ) -> Outcome:
         return await asyncio.to_thread(self.tool_result, name, input, result, **kw)
 
-    async def abefore_assistant_message(self, question: str, answer: str,
-                                        **scope: Any) -> Outcome:
+    async def abefore_assistant_message(self, question: str, answer: str, **scope: Any) -> Outcome:
         return await asyncio.to_thread(self.before_assistant_message, question, answer, **scope)
 
     async def aafter_turn(self, question: str, answer: str, *args: Any, **kw: Any) -> Outcome:

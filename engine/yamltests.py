@@ -88,8 +88,9 @@ def test_file_of(path: Path) -> Path:
 
 def collect(spec: HookSpec) -> tuple[list[Case], list[Problem]]:
     """The hook's inline tests, then those of its sibling test file (if there is one)."""
-    cases = [Case(spec, t, spec.shown, spec.line("tests", i))
-             for i, t in enumerate(spec.config.tests)]
+    cases = [
+        Case(spec, t, spec.shown, spec.line("tests", i)) for i, t in enumerate(spec.config.tests)
+    ]
     sibling = test_file_of(spec.path)
     if not sibling.is_file():
         return cases, []
@@ -199,12 +200,14 @@ def check(expect: HookTestExpect, out: Outcome) -> list[str]:
         why = f" (reason: {out.reason})" if out.reason else ""
         fails.append(f"blocked: expected {_j(expect.blocked)}, got {_j(out.blocked)}{why}")
     if expect.reason_contains is not None and expect.reason_contains not in (out.reason or ""):
-        fails.append(f"reason: expected to contain {expect.reason_contains!r}, "
-                     f"got {_j(out.reason)}")
+        fails.append(
+            f"reason: expected to contain {expect.reason_contains!r}, got {_j(out.reason)}"
+        )
     for name in EQUALS:
         if name in given and _norm(getattr(out, name)) != _norm(getattr(expect, name)):
-            fails.append(f"{name}: expected {_j(getattr(expect, name))}, "
-                         f"got {_j(getattr(out, name))}")
+            fails.append(
+                f"{name}: expected {_j(getattr(expect, name))}, got {_j(getattr(out, name))}"
+            )
     fails += _contains(expect, out)
     if expect.no_change is not None and expect.no_change == out.changed:
         wanted = "no change" if expect.no_change else "a change"
@@ -215,24 +218,31 @@ def check(expect: HookTestExpect, out: Outcome) -> list[str]:
 def _contains(expect: HookTestExpect, out: Outcome) -> list[str]:
     fails = []
     if expect.answer_contains is not None and expect.answer_contains not in (out.answer or ""):
-        fails.append(f"answer: expected to contain {expect.answer_contains!r}, "
-                     f"got {_j(out.answer)}")
+        fails.append(
+            f"answer: expected to contain {expect.answer_contains!r}, got {_j(out.answer)}"
+        )
     texts = [str(m.get("content", "")) for m in out.messages]
     if expect.messages_contain is not None and not any(expect.messages_contain in t for t in texts):
-        fails.append(f"messages: expected one to contain {expect.messages_contain!r}, "
-                     f"got {_j(out.messages)}")
+        fails.append(
+            f"messages: expected one to contain {expect.messages_contain!r}, got {_j(out.messages)}"
+        )
     if expect.input_contains is not None:
-        missing = {k: v for k, v in expect.input_contains.items()
-                   if _norm((out.input or {}).get(k)) != _norm(v)}
+        missing = {
+            k: v
+            for k, v in expect.input_contains.items()
+            if _norm((out.input or {}).get(k)) != _norm(v)
+        }
         if missing:
             fails.append(f"input: expected to contain {_j(missing)}, got {_j(out.input)}")
     result = out.result if isinstance(out.result, str) else _j(out.result)
     if expect.result_contains is not None and expect.result_contains not in result:
         fails.append(f"result: expected to contain {expect.result_contains!r}, got {result}")
-    if expect.notices_contain is not None and not any(expect.notices_contain in n
-                                                      for n in out.notices):
-        fails.append(f"notices: expected one to contain {expect.notices_contain!r}, "
-                     f"got {_j(out.notices)}")
+    if expect.notices_contain is not None and not any(
+        expect.notices_contain in n for n in out.notices
+    ):
+        fails.append(
+            f"notices: expected one to contain {expect.notices_contain!r}, got {_j(out.notices)}"
+        )
     return fails
 
 
@@ -256,8 +266,14 @@ def as_problems(report: Report) -> list[Problem]:
     problems = list(report.problems)
     for result in report.failed:
         case = result.case
-        problems.append(Problem(case.path, case.line, "tests",
-                                f"test {case.title!r} failed: {'; '.join(result.failures)}"))
+        problems.append(
+            Problem(
+                case.path,
+                case.line,
+                "tests",
+                f"test {case.title!r} failed: {'; '.join(result.failures)}",
+            )
+        )
     return problems
 
 
@@ -266,8 +282,9 @@ def report_lines(report: Report) -> list[str]:
     lines: list[str] = []
     by_file: dict[str, str] = {}
     for result in report.results:
-        by_file[result.case.path] = by_file.get(result.case.path, "") + \
-            ("." if result.passed else "F")
+        by_file[result.case.path] = by_file.get(result.case.path, "") + (
+            "." if result.passed else "F"
+        )
     lines += [f"{path} {marks}" for path, marks in by_file.items()]
     if report.failed or report.problems:
         lines.append(_banner("FAILURES" if report.failed else "ERRORS"))

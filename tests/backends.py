@@ -26,8 +26,11 @@ def pg_server() -> tuple[str | None, str]:
     """The first reachable server URL, or None and why none is."""
     import psycopg
 
-    urls = [os.environ["HOOKENGINE_TEST_PG_URL"]] if os.environ.get(
-        "HOOKENGINE_TEST_PG_URL") else list(CANDIDATES)
+    urls = (
+        [os.environ["HOOKENGINE_TEST_PG_URL"]]
+        if os.environ.get("HOOKENGINE_TEST_PG_URL")
+        else list(CANDIDATES)
+    )
     reasons = []
     for url in urls:
         try:

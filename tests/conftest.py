@@ -95,8 +95,9 @@ def services(tmp_path: Path) -> Iterator[Services]:
     store = open_store(str(tmp_path / "pipe.db"))
     memos: dict[tuple[str, str], Memo] = {}
     records: list[Any] = []
-    svc = Services(store, lambda a, h: memos.setdefault((a, h), Memo()),
-                   lambda r, m: records.append(r))
+    svc = Services(
+        store, lambda a, h: memos.setdefault((a, h), Memo()), lambda r, m: records.append(r)
+    )
     svc.recorded = records  # type: ignore[attr-defined]
     yield svc
     store.close()

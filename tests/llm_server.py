@@ -69,13 +69,21 @@ def _handler(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
             elif reply.body is not None:
                 body = reply.body
             else:
-                content = reply.content if isinstance(reply.content, str) \
-                    else json.dumps(reply.content)
-                body = {"id": "c1", "object": "chat.completion",
-                        "choices": [{"index": 0, "finish_reason": reply.finish_reason,
-                                     "message": {"role": "assistant", "content": content}}],
-                        "usage": {"prompt_tokens": 50, "completion_tokens": 7,
-                                  "total_tokens": 57}}
+                content = (
+                    reply.content if isinstance(reply.content, str) else json.dumps(reply.content)
+                )
+                body = {
+                    "id": "c1",
+                    "object": "chat.completion",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": reply.finish_reason,
+                            "message": {"role": "assistant", "content": content},
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 50, "completion_tokens": 7, "total_tokens": 57},
+                }
             data = json.dumps(body).encode()
             try:
                 self.send_response(reply.status)

@@ -63,8 +63,9 @@ def test_a_change_of_the_wrong_shape_is_a_plugin_error() -> None:
 
 def test_injected_messages_need_a_known_role() -> None:
     with pytest.raises(PluginError, match="messages"):
-        parse_change(Point.BEFORE_USER_MESSAGE,
-                     {"messages": [{"role": "tool", "content": "x"}]}, hook="h")
+        parse_change(
+            Point.BEFORE_USER_MESSAGE, {"messages": [{"role": "tool", "content": "x"}]}, hook="h"
+        )
 
 
 def test_tools_may_only_narrow_the_events_tools() -> None:
@@ -133,8 +134,8 @@ changes_at_call = st.builds(
     instruction=st.none() | texts,
     settings=st.none() | st.dictionaries(st.sampled_from("abc"), st.integers(), max_size=2),
     notice=st.lists(texts, max_size=2),
-    messages=st.none() | st.lists(st.fixed_dictionaries({"role": st.just("user"),
-                                                          "content": texts}), max_size=2),
+    messages=st.none()
+    | st.lists(st.fixed_dictionaries({"role": st.just("user"), "content": texts}), max_size=2),
 )
 changes_at_answer = st.builds(
     Change,

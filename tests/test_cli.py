@@ -17,8 +17,9 @@ from tests.conftest import REPO, copy_demo
 DEMO = REPO / "config" / "agents" / "demo" / "hooks"
 
 
-def run(main: Callable[[list[str]], int], args: list[str],
-        capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+def run(
+    main: Callable[[list[str]], int], args: list[str], capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
     code = main(args)
     out, err = capsys.readouterr()
     return code, out, err
@@ -33,10 +34,24 @@ def test_info_shows_the_parsed_config(capsys: pytest.CaptureFixture[str]) -> Non
     assert data["config"]["remind_next_turn"] is True and data["config"]["on_error"] == "ignore"
 
 
-def test_user_verb_runs_before_user_message(tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
-    args = [str(DEMO / "city_hint.yaml"), "user", "Привет, мир", "--db", str(tmp_path / "x.db"),
-            "--user", "u1", "--session", "s1", "--template", "t", "--agent", "shop"]
+def test_user_verb_runs_before_user_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [
+        str(DEMO / "city_hint.yaml"),
+        "user",
+        "Привет, мир",
+        "--db",
+        str(tmp_path / "x.db"),
+        "--user",
+        "u1",
+        "--session",
+        "s1",
+        "--template",
+        "t",
+        "--agent",
+        "shop",
+    ]
     code, out, _ = run(hook_tool.main, args, capsys)
     assert code == 0
     assert "inject user: Context reminder: Привет, мир" in out
@@ -52,9 +67,19 @@ def test_user_verb_runs_before_user_message(tmp_path: Path,
 def test_turn_verb_runs_before_assistant_message_then_after_turn(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run(hook_tool.main, [str(DEMO / "escalate.yaml"), "turn", "Где заказ?",
-                                        "нет информации", "--json",
-                                        "--db", str(tmp_path / "x.db")], capsys)
+    code, out, _ = run(
+        hook_tool.main,
+        [
+            str(DEMO / "escalate.yaml"),
+            "turn",
+            "Где заказ?",
+            "нет информации",
+            "--json",
+            "--db",
+            str(tmp_path / "x.db"),
+        ],
+        capsys,
+    )
     data = json.loads(out)
     assert code == 0
     assert [o["point"] for o in data["outcomes"]] == ["before_assistant_message", "after_turn"]
@@ -63,28 +88,36 @@ def test_turn_verb_runs_before_assistant_message_then_after_turn(
 
 def test_loop_and_tool_verbs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = ["--db", str(tmp_path / "x.db")]
-    code, out, _ = run(hook_tool.main, [str(DEMO / "escalate.yaml"), "loop", "job_done", *db,
-                                        "--json"], capsys)
+    code, out, _ = run(
+        hook_tool.main, [str(DEMO / "escalate.yaml"), "loop", "job_done", *db, "--json"], capsys
+    )
     assert code == 0 and json.loads(out)["outcome"]["point"] == "after_loop"
-    code, out, _ = run(hook_tool.main, [str(DEMO / "escalate.yaml"), "tool", "delete_file",
-                                        '{"path": "a.txt"}', *db, "--json"], capsys)
+    code, out, _ = run(
+        hook_tool.main,
+        [str(DEMO / "escalate.yaml"), "tool", "delete_file", '{"path": "a.txt"}', *db, "--json"],
+        capsys,
+    )
     assert code == 0 and json.loads(out)["outcome"]["input"] == {"path": "a.txt"}
 
 
-@pytest.mark.parametrize("args,message", [
-    (["missing.yaml", "info"], "hook file not found"),
-    (["{demo}", "user"], "user takes 1 argument(s), got 0"),
-    (["{demo}", "tool", "x", "{bad"], "not valid JSON"),
-    (["{demo}", "tool", "x", "[1]"], "must be a JSON object"),
-    (["{bad}", "info"], "unknown kind 'injct'"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["missing.yaml", "info"], "hook file not found"),
+        (["{demo}", "user"], "user takes 1 argument(s), got 0"),
+        (["{demo}", "tool", "x", "{bad"], "not valid JSON"),
+        (["{demo}", "tool", "x", "[1]"], "must be a JSON object"),
+        (["{bad}", "info"], "unknown kind 'injct'"),
+    ],
+)
 def test_bad_usage_exits_2_with_a_one_line_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
 ) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("kind: injct\nname: x\n")
-    args = [a.replace("{demo}", str(DEMO / "escalate.yaml")).replace("{bad}", str(bad))
-            for a in args]
+    args = [
+        a.replace("{demo}", str(DEMO / "escalate.yaml")).replace("{bad}", str(bad)) for a in args
+    ]
     code, out, err = run(hook_tool.main, [*args, "--db", str(tmp_path / "x.db")], capsys)
     assert code == 2
     assert message in err and err.count("\n") == 1 and out == ""
@@ -99,29 +132,33 @@ def test_check_validates_every_agent(tmp_path: Path, capsys: pytest.CaptureFixtu
     code, out, _ = run(hookengine.main, ["check", str(REPO / "config")], capsys)
     assert code == 0 and "ok  demo" in out
     bad = copy_demo(tmp_path)
-    (bad / "agents" / "demo" / "hooks" / "city_hint.yaml").write_text("kind: inject\nname: x\n"
-                                                                      "first_n: many\n")
+    (bad / "agents" / "demo" / "hooks" / "city_hint.yaml").write_text(
+        "kind: inject\nname: x\nfirst_n: many\n"
+    )
     (bad / "agents" / "demo" / "hooks" / "escalate.yaml").write_text("kind: escalate\nname: e\n")
     code, out, err = run(hookengine.main, ["check", str(bad)], capsys)
     assert code == 2
     assert "city_hint.yaml:3: first_n:" in err and "escalate.yaml:1: message:" in err
 
 
-def test_demo_plays_offline_and_records(tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_plays_offline_and_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "demo.db"
-    code, out, _ = run(hookengine.main, ["demo", "--config", str(REPO / "config"),
-                                         "--db", str(db)], capsys)
+    code, out, _ = run(
+        hookengine.main, ["demo", "--config", str(REPO / "config"), "--db", str(db)], capsys
+    )
     assert code == 0
     assert "answer (LLM skipped)" in out and "city_hint" in out
-    code, out, _ = run(hookengine.main, ["records", "--db", str(db), "--point",
-                                         "before_user_message", "--json", "--limit", "100"],
-                       capsys)
+    code, out, _ = run(
+        hookengine.main,
+        ["records", "--db", str(db), "--point", "before_user_message", "--json", "--limit", "100"],
+        capsys,
+    )
     records = json.loads(out)
     assert code == 0 and len(records) == 7
     assert {r["scope_key"] for r in records} == {"user:alex", "user:maria"}
-    code, out, _ = run(hookengine.main, ["records", "--db", str(db), "--scope", "maria",
-                                         "--limit", "2"], capsys)
+    code, out, _ = run(
+        hookengine.main, ["records", "--db", str(db), "--scope", "maria", "--limit", "2"], capsys
+    )
     assert code == 0 and out.count("user:maria") == 2
 
 
@@ -134,15 +171,36 @@ def script(name: str) -> Path:
 def test_the_real_console_scripts(tmp_path: Path) -> None:
     exe = script("hook_tool")
     assert exe.is_file(), "hook_tool is not installed: pip install -e ."
-    done = subprocess.run([str(exe), str(DEMO / "escalate.yaml"), "user", "iPhone?", "--json",
-                           "--db", str(tmp_path / "x.db")], capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        [
+            str(exe),
+            str(DEMO / "escalate.yaml"),
+            "user",
+            "iPhone?",
+            "--json",
+            "--db",
+            str(tmp_path / "x.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["outcome"]["answer"].startswith("If this is not")
-    done = subprocess.run([str(exe), "nope.yaml", "user", "x"], capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = subprocess.run(
+        [str(exe), "nope.yaml", "user", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2 and done.stderr.startswith("hook_tool: error:")
-    done = subprocess.run([str(script("hookengine")), "check",
-                           str(REPO / "config")], capture_output=True, text=True, timeout=60,
-                          check=False)
+    done = subprocess.run(
+        [str(script("hookengine")), "check", str(REPO / "config")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr

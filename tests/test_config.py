@@ -30,55 +30,197 @@ def problems_of(project: Callable[[dict[str, str]], Path], files: dict[str, str]
 
 # (case, files, expected file suffix, line, field, message part, hint part)
 CASES = [
-    ("yaml syntax", {HOOK: "kind: inject\nname: [unclosed\n"}, "h.yaml", 3, None,
-     "YAML syntax error", None),
+    (
+        "yaml syntax",
+        {HOOK: "kind: inject\nname: [unclosed\n"},
+        "h.yaml",
+        3,
+        None,
+        "YAML syntax error",
+        None,
+    ),
     ("empty file", {HOOK: ""}, "h.yaml", 1, None, "empty", None),
-    ("unknown kind", {HOOK: "kind: injct\nname: h\n"}, "h.yaml", 1, "kind", "unknown kind",
-     "did you mean 'inject'?"),
+    (
+        "unknown kind",
+        {HOOK: "kind: injct\nname: h\n"},
+        "h.yaml",
+        1,
+        "kind",
+        "unknown kind",
+        "did you mean 'inject'?",
+    ),
     ("missing kind", {HOOK: "name: h\n"}, "h.yaml", 1, "kind", "required", "inject"),
-    ("unknown field", {HOOK: GOOD_HOOK + "fist_n: 2\n"}, "h.yaml", 6, "fist_n", "unknown field",
-     "did you mean 'first_n'?"),
-    ("wrong type", {HOOK: GOOD_HOOK + "first_n: two\n"}, "h.yaml", 6, "first_n",
-     "valid integer", None),
-    ("out of range", {HOOK: GOOD_HOOK + "first_n: 0\n"}, "h.yaml", 6, "first_n",
-     "greater than or equal to 1", None),
-    ("bad role", {HOOK: "kind: inject\nname: h\nmessages:\n  - role: tool\n    content: x\n"},
-     "h.yaml", 4, "messages[0].role", "'system', 'user' or 'assistant'", None),
-    ("missing required", {HOOK: "kind: escalate\nname: h\n"}, "h.yaml", 1, "message",
-     "required field is missing", None),
+    (
+        "unknown field",
+        {HOOK: GOOD_HOOK + "fist_n: 2\n"},
+        "h.yaml",
+        6,
+        "fist_n",
+        "unknown field",
+        "did you mean 'first_n'?",
+    ),
+    (
+        "wrong type",
+        {HOOK: GOOD_HOOK + "first_n: two\n"},
+        "h.yaml",
+        6,
+        "first_n",
+        "valid integer",
+        None,
+    ),
+    (
+        "out of range",
+        {HOOK: GOOD_HOOK + "first_n: 0\n"},
+        "h.yaml",
+        6,
+        "first_n",
+        "greater than or equal to 1",
+        None,
+    ),
+    (
+        "bad role",
+        {HOOK: "kind: inject\nname: h\nmessages:\n  - role: tool\n    content: x\n"},
+        "h.yaml",
+        4,
+        "messages[0].role",
+        "'system', 'user' or 'assistant'",
+        None,
+    ),
+    (
+        "missing required",
+        {HOOK: "kind: escalate\nname: h\n"},
+        "h.yaml",
+        1,
+        "message",
+        "required field is missing",
+        None,
+    ),
     ("not a mapping", {HOOK: "- kind: inject\n"}, "h.yaml", 1, None, "expected a mapping", None),
-    ("duplicate key", {HOOK: GOOD_HOOK + "name: again\n"}, "h.yaml", 6, "name", "duplicate key",
-     None),
-    ("hook file missing", {AGENT: "description: x\nhook_files: [hooks/nope.yaml]\n"},
-     "agent.yaml", 2, "hook_files", "hook file not found", None),
-    ("unknown agent field", {AGENT: "hook_file: [hooks/h.yaml]\n", HOOK: GOOD_HOOK},
-     "agent.yaml", 1, "hook_file", "unknown field", "did you mean 'hook_files'?"),
-    ("engine.yaml type", {"engine.yaml": "retention: lots\n", HOOK: GOOD_HOOK}, "engine.yaml", 1,
-     "retention", "valid integer", None),
-    ("nested unknown field", {"engine.yaml": "scripts:\n  timeout: 5\n", HOOK: GOOD_HOOK},
-     "engine.yaml", 2, "scripts.timeout", "unknown field", "did you mean 'timeout_ms'?"),
-    ("script and source", {HOOK: "kind: script_hook\nname: h\nscript: a.js\nlanguage: python\n"
-                                 "source: x\n"}, "h.yaml", 1, None, "either script", None),
-    ("script missing", {HOOK: "kind: script_hook\nname: h\nscript: nope.js\n"}, "h.yaml", 3,
-     "script", "script file not found", None),
-    ("negative", {HOOK: "kind: escalate\nname: h\nmessage: m\nmin_answer_chars: -1\n"},
-     "h.yaml", 4, "min_answer_chars", "greater than or equal to 0", None),
-    ("bad name", {HOOK: "kind: inject\nname: two words\n"}, "h.yaml", 2, "name",
-     "should match pattern", None),
-    ("no hooks", {AGENT: "description: nothing\n"}, "agent.yaml", 1, None, "lists no hooks",
-     "hook_files"),
-    ("wrong point", {HOOK: "kind: script_hook\nname: h\nlanguage: python\nsource: x\n"
-                           "points: [tool_cal]\n"}, "h.yaml", 5, "points[0]", "tool_call", None),
-    ("timeout zero", {HOOK: "kind: script_hook\nname: h\nlanguage: python\nsource: x\n"
-                            "timeout_ms: 0\n"}, "h.yaml", 5, "timeout_ms", "greater than 0", None),
+    (
+        "duplicate key",
+        {HOOK: GOOD_HOOK + "name: again\n"},
+        "h.yaml",
+        6,
+        "name",
+        "duplicate key",
+        None,
+    ),
+    (
+        "hook file missing",
+        {AGENT: "description: x\nhook_files: [hooks/nope.yaml]\n"},
+        "agent.yaml",
+        2,
+        "hook_files",
+        "hook file not found",
+        None,
+    ),
+    (
+        "unknown agent field",
+        {AGENT: "hook_file: [hooks/h.yaml]\n", HOOK: GOOD_HOOK},
+        "agent.yaml",
+        1,
+        "hook_file",
+        "unknown field",
+        "did you mean 'hook_files'?",
+    ),
+    (
+        "engine.yaml type",
+        {"engine.yaml": "retention: lots\n", HOOK: GOOD_HOOK},
+        "engine.yaml",
+        1,
+        "retention",
+        "valid integer",
+        None,
+    ),
+    (
+        "nested unknown field",
+        {"engine.yaml": "scripts:\n  timeout: 5\n", HOOK: GOOD_HOOK},
+        "engine.yaml",
+        2,
+        "scripts.timeout",
+        "unknown field",
+        "did you mean 'timeout_ms'?",
+    ),
+    (
+        "script and source",
+        {HOOK: "kind: script_hook\nname: h\nscript: a.js\nlanguage: python\nsource: x\n"},
+        "h.yaml",
+        1,
+        None,
+        "either script",
+        None,
+    ),
+    (
+        "script missing",
+        {HOOK: "kind: script_hook\nname: h\nscript: nope.js\n"},
+        "h.yaml",
+        3,
+        "script",
+        "script file not found",
+        None,
+    ),
+    (
+        "negative",
+        {HOOK: "kind: escalate\nname: h\nmessage: m\nmin_answer_chars: -1\n"},
+        "h.yaml",
+        4,
+        "min_answer_chars",
+        "greater than or equal to 0",
+        None,
+    ),
+    (
+        "bad name",
+        {HOOK: "kind: inject\nname: two words\n"},
+        "h.yaml",
+        2,
+        "name",
+        "should match pattern",
+        None,
+    ),
+    (
+        "no hooks",
+        {AGENT: "description: nothing\n"},
+        "agent.yaml",
+        1,
+        None,
+        "lists no hooks",
+        "hook_files",
+    ),
+    (
+        "wrong point",
+        {HOOK: "kind: script_hook\nname: h\nlanguage: python\nsource: x\npoints: [tool_cal]\n"},
+        "h.yaml",
+        5,
+        "points[0]",
+        "tool_call",
+        None,
+    ),
+    (
+        "timeout zero",
+        {HOOK: "kind: script_hook\nname: h\nlanguage: python\nsource: x\ntimeout_ms: 0\n"},
+        "h.yaml",
+        5,
+        "timeout_ms",
+        "greater than 0",
+        None,
+    ),
 ]
 
 
-@pytest.mark.parametrize(("case", "files", "suffix", "line", "field", "message", "hint"), CASES,
-                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("case", "files", "suffix", "line", "field", "message", "hint"),
+    CASES,
+    ids=[c[0] for c in CASES],
+)
 def test_a_bad_config_names_file_line_and_field(
-    project: Callable[[dict[str, str]], Path], case: str, files: dict[str, str], suffix: str,
-    line: int, field: str | None, message: str, hint: str | None,
+    project: Callable[[dict[str, str]], Path],
+    case: str,
+    files: dict[str, str],
+    suffix: str,
+    line: int,
+    field: str | None,
+    message: str,
+    hint: str | None,
 ) -> None:
     problems = problems_of(project, files)
     assert len(problems) == 1, problems
@@ -93,35 +235,47 @@ def test_a_bad_config_names_file_line_and_field(
 
 
 def test_duplicate_hook_names_in_one_agent(project: Callable[[dict[str, str]], Path]) -> None:
-    problems = problems_of(project, {
-        AGENT: "hook_files: [hooks/h.yaml, hooks/g.yaml]\n", HOOK: GOOD_HOOK,
-        "agents/a/hooks/g.yaml": GOOD_HOOK,
-    })
+    problems = problems_of(
+        project,
+        {
+            AGENT: "hook_files: [hooks/h.yaml, hooks/g.yaml]\n",
+            HOOK: GOOD_HOOK,
+            "agents/a/hooks/g.yaml": GOOD_HOOK,
+        },
+    )
     assert len(problems) == 1
     assert problems[0].path.endswith("g.yaml") and problems[0].line == 2
     assert "duplicate hook name 'h'" in problems[0].message
 
 
 def test_every_problem_is_reported_not_only_the_first(
-    project: Callable[[dict[str, str]], Path]
+    project: Callable[[dict[str, str]], Path],
 ) -> None:
-    problems = problems_of(project, {
-        AGENT: "hook_files: [hooks/h.yaml, hooks/g.yaml, hooks/missing.yaml]\n",
-        HOOK: GOOD_HOOK + "fist_n: 1\nnotise: x\n",
-        "agents/a/hooks/g.yaml": "kind: escalat\nname: g\n",
-    })
+    problems = problems_of(
+        project,
+        {
+            AGENT: "hook_files: [hooks/h.yaml, hooks/g.yaml, hooks/missing.yaml]\n",
+            HOOK: GOOD_HOOK + "fist_n: 1\nnotise: x\n",
+            "agents/a/hooks/g.yaml": "kind: escalat\nname: g\n",
+        },
+    )
     assert {(Path(p.path).name, p.field) for p in problems} == {
-        ("h.yaml", "fist_n"), ("h.yaml", "notise"), ("g.yaml", "kind"),
+        ("h.yaml", "fist_n"),
+        ("h.yaml", "notise"),
+        ("g.yaml", "kind"),
         ("agent.yaml", "hook_files"),
     }
 
 
 def test_an_agent_loads_whole_or_not_at_all(project: Callable[[dict[str, str]], Path]) -> None:
-    root = project({
-        AGENT: "hook_files: [hooks/h.yaml]\n", HOOK: GOOD_HOOK,
-        "agents/b/agent.yaml": "hook_files: [hooks/x.yaml]\n",
-        "agents/b/hooks/x.yaml": "kind: inject\nname: x\nfirst_n: -3\n",
-    })
+    root = project(
+        {
+            AGENT: "hook_files: [hooks/h.yaml]\n",
+            HOOK: GOOD_HOOK,
+            "agents/b/agent.yaml": "hook_files: [hooks/x.yaml]\n",
+            "agents/b/hooks/x.yaml": "kind: inject\nname: x\nfirst_n: -3\n",
+        }
+    )
     with pytest.raises(ConfigError) as err:
         load_project(root)
     assert all("agents/b" in p.path for p in err.value.problems)
@@ -130,22 +284,30 @@ def test_an_agent_loads_whole_or_not_at_all(project: Callable[[dict[str, str]], 
 
 
 def test_hooks_by_name_and_the_host_layer(project: Callable[[dict[str, str]], Path]) -> None:
-    root = project({
-        AGENT: "hooks: [h]\n", HOOK: GOOD_HOOK,
-        "engine.yaml": "hooks: [rules]\n",
-        "hooks/rules.yaml": "kind: inject\nname: rules\nmessages: []\n",
-    })
+    root = project(
+        {
+            AGENT: "hooks: [h]\n",
+            HOOK: GOOD_HOOK,
+            "engine.yaml": "hooks: [rules]\n",
+            "hooks/rules.yaml": "kind: inject\nname: rules\nmessages: []\n",
+        }
+    )
     config = load_project(root)
     assert [h.name for h in config.agents["a"].hooks] == ["h"]
     assert [(h.name, h.layer) for h in config.host_hooks] == [("rules", "host")]
 
 
 def test_a_host_hook_may_not_reuse_an_agent_hook_name(
-    project: Callable[[dict[str, str]], Path]
+    project: Callable[[dict[str, str]], Path],
 ) -> None:
-    problems = problems_of(project, {
-        HOOK: GOOD_HOOK, "engine.yaml": "hooks: [h]\n", "hooks/h.yaml": GOOD_HOOK,
-    })
+    problems = problems_of(
+        project,
+        {
+            HOOK: GOOD_HOOK,
+            "engine.yaml": "hooks: [h]\n",
+            "hooks/h.yaml": GOOD_HOOK,
+        },
+    )
     assert "duplicate hook name" in problems[0].message
 
 
@@ -158,10 +320,13 @@ def test_the_version_changes_with_the_yaml(project: Callable[[dict[str, str]], P
 
 
 def test_on_error_defaults_by_kind(project: Callable[[dict[str, str]], Path]) -> None:
-    root = project({
-        AGENT: "hook_files: [hooks/h.yaml, hooks/s.yaml]\n", HOOK: GOOD_HOOK,
-        "agents/a/hooks/s.yaml": "kind: script_hook\nname: s\nlanguage: python\nsource: x\n",
-    })
+    root = project(
+        {
+            AGENT: "hook_files: [hooks/h.yaml, hooks/s.yaml]\n",
+            HOOK: GOOD_HOOK,
+            "agents/a/hooks/s.yaml": "kind: script_hook\nname: s\nlanguage: python\nsource: x\n",
+        }
+    )
     inject, script = load_project(root).agents["a"].hooks
     assert inject.config.effective_on_error == "ignore"
     assert script.config.effective_on_error == "fail"

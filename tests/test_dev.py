@@ -46,8 +46,9 @@ def test_a_saved_edit_is_reported_and_used_by_the_next_line(session: Any) -> Non
 
 @pytest.mark.usefixtures("guard_kind")
 def test_a_refused_reload_is_printed_with_file_and_line(session: Any) -> None:
-    guard_file(session.engine.project.root).write_text(GUARD.format(forbidden="[shell]")
-                                                       + "oops: 1\n")
+    guard_file(session.engine.project.root).write_text(
+        GUARD.format(forbidden="[shell]") + "oops: 1\n"
+    )
     wait_until(lambda: "[reload] reload of a refused" in said(session))
     assert "guard.yaml:4: oops: unknown field" in said(session)
 
@@ -66,13 +67,26 @@ def test_a_message_runs_a_whole_turn_and_commands_work(session: Any) -> None:
 
 
 def test_the_console_script_reloads_while_reading_stdin(
-        project: Callable[[dict[str, str]], Path], tmp_path: Path) -> None:
+    project: Callable[[dict[str, str]], Path], tmp_path: Path
+) -> None:
     root = project({key: value for key, value in FILES.items() if "/a/" not in key})
     hook = root / "agents/b/hooks/esc.yaml"
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "hookengine"), "dev", "--config", str(root),
-         "--agent", "b", "--db", str(tmp_path / "dev.db")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            str(Path(sys.executable).parent / "hookengine"),
+            "dev",
+            "--config",
+            str(root),
+            "--agent",
+            "b",
+            "--db",
+            str(tmp_path / "dev.db"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out: queue.Queue[str] = queue.Queue()
     reader = threading.Thread(target=lambda: [out.put(line) for line in proc.stdout or []])
     reader.start()

@@ -83,10 +83,18 @@ def test_the_first_agent_in_index_runs(tmp_path: Path) -> None:
     agent_yaml.write_text(agent_yaml.read_text() + "  - hooks/no_deletes.yaml\n")
     python = [b for b in blocks(text, "python")]
     program = python[0].replace("with Engine.load", "engine = None\nwith Engine.load")
-    program = program.replace('print(out.notices)    # [\'city context active\']',
-                              "print(out.notices)\n" + _indent(python[1]))
-    done = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    program = program.replace(
+        "print(out.notices)    # ['city context active']",
+        "print(out.notices)\n" + _indent(python[1]),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert done.returncode == 0, done.stderr
     assert "The user's city is Moscow" in done.stdout and "city context active" in done.stdout
 

@@ -48,14 +48,29 @@ class ScriptLike:
 
 
 JS_ALWAYS = 'function on_tool_call(event, host) {\n  return { block: "never" };\n}\n'
-JS_SOMETIMES = ('function on_tool_call(event, host) {\n  if (event.name === "rm") '
-                'return { block: "no" };\n  return { input: {} };\n}\n')
+JS_SOMETIMES = (
+    'function on_tool_call(event, host) {\n  if (event.name === "rm") '
+    'return { block: "no" };\n  return { input: {} };\n}\n'
+)
 PY_ALWAYS = 'def on_tool_call(event, host):\n    """Refuse all."""\n    return {"block": "no"}\n'
 
 
 def test_the_demo_order_puts_the_host_layer_last(capsys: pytest.CaptureFixture[str]) -> None:
-    assert hookengine(["explain", "--config", str(REPO / "config"), "--agent", "demo",
-                       "--point", "before_user_message", "--json"]) == 0
+    assert (
+        hookengine(
+            [
+                "explain",
+                "--config",
+                str(REPO / "config"),
+                "--agent",
+                "demo",
+                "--point",
+                "before_user_message",
+                "--json",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     entries = data["points"]["before_user_message"]
     assert entries[-1]["name"] == "house_rules" and entries[-1]["layer"] == "host"
@@ -69,13 +84,23 @@ def test_the_text_form_lists_every_point(capsys: pytest.CaptureFixture[str]) -> 
     assert all(f"{p.value}:" in out for p in Point) and "escalate" in out
 
 
-@pytest.mark.parametrize(("source", "script", "expected"), [
-    (JS_ALWAYS, "g.js", True), (JS_SOMETIMES, "g.js", False), (PY_ALWAYS, "g.py", True),
-    ('def on_tool_call(event, host):\n    if event["name"] == "rm":\n'
-     '        return {"block": "no"}\n', "g.py", False),
-])
-def test_unconditional_blocks_are_found_in_scripts(source: str, script: str,
-                                                   expected: bool) -> None:
+@pytest.mark.parametrize(
+    ("source", "script", "expected"),
+    [
+        (JS_ALWAYS, "g.js", True),
+        (JS_SOMETIMES, "g.js", False),
+        (PY_ALWAYS, "g.py", True),
+        (
+            'def on_tool_call(event, host):\n    if event["name"] == "rm":\n'
+            '        return {"block": "no"}\n',
+            "g.py",
+            False,
+        ),
+    ],
+)
+def test_unconditional_blocks_are_found_in_scripts(
+    source: str, script: str, expected: bool
+) -> None:
     assert always_blocks(ScriptLike("g", source, script), Point.TOOL_CALL) is expected
 
 
@@ -87,22 +112,33 @@ def test_hooks_after_an_unconditional_block_are_reported() -> None:
 
 def test_a_shadow_wall_blocks_nothing() -> None:
     wall = ScriptLike("wall", JS_ALWAYS, mode=Mode.SHADOW)
-    ex = explain(Pipeline("a", (Slot(wall), Slot(ScriptLike("later", JS_SOMETIMES)))),  # type: ignore[arg-type]
-                 Point.TOOL_CALL)
+    ex = explain(
+        Pipeline("a", (Slot(wall), Slot(ScriptLike("later", JS_SOMETIMES)))),  # type: ignore[arg-type]
+        Point.TOOL_CALL,
+    )
     assert not ex.warnings
 
 
-def test_two_hooks_replacing_the_same_field_are_reported(tmp_path: Path, load: Any,
-                                                         project: Any) -> None:
-    esc = ("kind: escalate\nname: {n}\nmessage: m\noff_topic_keywords: [x]\n"
-           "suppress_on_off_topic: true\n")
-    root = project({"agents/a/agent.yaml": "hooks: [one, two, quiet]\n",
-                    "agents/a/hooks/one.yaml": esc.format(n="one"),
-                    "agents/a/hooks/two.yaml": esc.format(n="two"),
-                    "agents/a/hooks/quiet.yaml": "kind: inject\nname: quiet\n"})
+def test_two_hooks_replacing_the_same_field_are_reported(
+    tmp_path: Path, load: Any, project: Any
+) -> None:
+    esc = (
+        "kind: escalate\nname: {n}\nmessage: m\noff_topic_keywords: [x]\n"
+        "suppress_on_off_topic: true\n"
+    )
+    root = project(
+        {
+            "agents/a/agent.yaml": "hooks: [one, two, quiet]\n",
+            "agents/a/hooks/one.yaml": esc.format(n="one"),
+            "agents/a/hooks/two.yaml": esc.format(n="two"),
+            "agents/a/hooks/quiet.yaml": "kind: inject\nname: quiet\n",
+        }
+    )
     ex = explain(load(root).agent("a").pipeline)
-    assert ("before_user_message: one and two both replace 'answer'; when both fire, two's wins"
-            in ex.warnings)
+    assert (
+        "before_user_message: one and two both replace 'answer'; when both fire, two's wins"
+        in ex.warnings
+    )
     assert any(w.startswith("quiet: inject has no messages") for w in ex.warnings)
 
 

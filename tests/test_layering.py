@@ -54,8 +54,9 @@ def engine_imports(path: Path) -> set[str]:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("engine."):
             found.add(node.module.removeprefix("engine."))
         elif isinstance(node, ast.Import):
-            found |= {a.name.removeprefix("engine.") for a in node.names
-                      if a.name.startswith("engine.")}
+            found |= {
+                a.name.removeprefix("engine.") for a in node.names if a.name.startswith("engine.")
+            }
     return found
 
 

@@ -14,8 +14,9 @@ from tests.conftest import FakeHook, pipeline, raising, returning
 
 
 def event(point: Point, **fields: Any) -> dict[str, Any]:
-    return make_event(point, agent="test", time="2026-01-01T00:00:00+00:00",
-                      scope={"user_id": "u1"}, **fields)
+    return make_event(
+        point, agent="test", time="2026-01-01T00:00:00+00:00", scope={"user_id": "u1"}, **fields
+    )
 
 
 TOOL = event(Point.TOOL_CALL, name="delete_file", input={"path": "a.txt"})
@@ -58,7 +59,7 @@ def test_the_first_block_ends_the_chain_and_later_hooks_are_skipped(services: Se
 
 
 def test_a_hook_that_raises_at_tool_call_blocks_the_tool_naming_the_hook(
-    services: Services
+    services: Services,
 ) -> None:
     pipe = pipeline(raising("guard", RuntimeError("boom"), on_error=OnError.IGNORE))
     out = evaluate(pipe, Point.TOOL_CALL, TOOL, services)
@@ -92,12 +93,16 @@ def test_on_error_ignore_makes_a_failing_hook_neutral(services: Services) -> Non
     assert out.failed == ["broken"]
 
 
-@pytest.mark.parametrize("point,fields", [
-    (Point.BEFORE_USER_MESSAGE, {"question": "hi"}),
-    (Point.BEFORE_CALL, {"instruction": "be nice"}),
-])
-def test_on_error_fail_refuses_cleanly(services: Services, point: Point,
-                                       fields: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "point,fields",
+    [
+        (Point.BEFORE_USER_MESSAGE, {"question": "hi"}),
+        (Point.BEFORE_CALL, {"instruction": "be nice"}),
+    ],
+)
+def test_on_error_fail_refuses_cleanly(
+    services: Services, point: Point, fields: dict[str, Any]
+) -> None:
     pipe = pipeline(raising("strict", ValueError("x"), on_error=OnError.FAIL))
     out = evaluate(pipe, point, event(point, **fields), services)
     assert out.blocked and "strict" in out.reason
@@ -118,13 +123,17 @@ def test_a_failing_result_hook_withholds_the_result(services: Services) -> None:
     assert out.blocked and "withheld" in out.result and "secret" not in out.result
 
 
-@pytest.mark.parametrize("point,fields", [
-    (Point.AFTER_TURN, {"question": "q", "answer": "a"}),
-    (Point.AFTER_LOOP, {"status": "job_done"}),
-    (Point.FEEDBACK, {"rating": "like"}),
-])
-def test_after_points_only_report_failures(services: Services, point: Point,
-                                           fields: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "point,fields",
+    [
+        (Point.AFTER_TURN, {"question": "q", "answer": "a"}),
+        (Point.AFTER_LOOP, {"status": "job_done"}),
+        (Point.FEEDBACK, {"rating": "like"}),
+    ],
+)
+def test_after_points_only_report_failures(
+    services: Services, point: Point, fields: dict[str, Any]
+) -> None:
     after = FakeHook("after", lambda p, e, c: None)
     pipe = pipeline(raising("listener", ValueError("x"), on_error=OnError.FAIL), after)
     out = evaluate(pipe, point, event(point, **fields), services)
@@ -156,12 +165,15 @@ def test_every_evaluation_is_recorded_with_each_hook(services: Services) -> None
     (record,) = services.recorded  # type: ignore[attr-defined]
     assert record.id == out.id and record.point == "tool_call" and record.scope_key == "user:u1"
     assert [(h.name, h.status, h.version) for h in record.hooks] == [
-        ("ok", "decided", "v1"), ("bad", "failed", "v1")]
+        ("ok", "decided", "v1"),
+        ("bad", "failed", "v1"),
+    ]
     assert record.outcome["blocked"] is True
 
 
 def test_hooks_subscribe_to_their_points_only(services: Services) -> None:
-    only_calls = FakeHook("calls", lambda p, e, c: {"block": "x"},
-                          points=frozenset({Point.BEFORE_CALL}))
+    only_calls = FakeHook(
+        "calls", lambda p, e, c: {"block": "x"}, points=frozenset({Point.BEFORE_CALL})
+    )
     out = evaluate(pipeline(only_calls), Point.TOOL_CALL, TOOL, services)
     assert not out.blocked and only_calls.calls == []

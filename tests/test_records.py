@@ -27,14 +27,17 @@ AGENT = {
 }
 
 
-def test_every_evaluation_writes_a_record(project: Callable[[dict[str, str]], Path],
-                                          load: Callable[..., Engine]) -> None:
+def test_every_evaluation_writes_a_record(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
+) -> None:
     engine = load(project(AGENT))
     agent = engine.agent("a")
-    outs = [agent.before_user_message("hi", user_id="u1"),
-            agent.tool_call("t", {"x": 1}, user_id="u1"),
-            agent.before_assistant_message("q", "no", user_id="u2"),
-            agent.after_loop("job_done")]
+    outs = [
+        agent.before_user_message("hi", user_id="u1"),
+        agent.tool_call("t", {"x": 1}, user_id="u1"),
+        agent.before_assistant_message("q", "no", user_id="u2"),
+        agent.after_loop("job_done"),
+    ]
     records = engine.records(agent="a", limit=10)
     assert {r.id for r in records} == {o.id for o in outs}
     by_id = {r.id: r for r in records}
@@ -45,8 +48,9 @@ def test_every_evaluation_writes_a_record(project: Callable[[dict[str, str]], Pa
     assert by_id[outs[2].id].outcome["appended"] == ["call us"]
 
 
-def test_masked_fields_never_reach_the_store(project: Callable[[dict[str, str]], Path],
-                                             load: Callable[..., Engine]) -> None:
+def test_masked_fields_never_reach_the_store(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
+) -> None:
     engine = load(project(AGENT))
     agent = engine.agent("a")
     agent.tool_call("login", {"user": "bob", "password": "hunter2"}, user_id="u1")
@@ -58,8 +62,9 @@ def test_masked_fields_never_reach_the_store(project: Callable[[dict[str, str]],
     assert tool.event["input"] == {"user": "bob", "password": "***"}
 
 
-def test_records_can_be_turned_off_per_agent(project: Callable[[dict[str, str]], Path],
-                                             load: Callable[..., Engine]) -> None:
+def test_records_can_be_turned_off_per_agent(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
+) -> None:
     engine = load(project(AGENT))
     engine.agent("quiet").before_user_message("hi")
     engine.agent("a").before_user_message("hi")
@@ -86,9 +91,21 @@ def test_retention_keeps_the_newest(tmp_path: Path) -> None:
     store = open_store(str(tmp_path / "r.db"))
     try:
         for i in range(30):
-            store.add_records([Record(id=f"r{i}", time=f"t{i:02}", agent="a", point="feedback",
-                                      scope={}, scope_key="process:x", event={}, hooks=[],
-                                      outcome={})])
+            store.add_records(
+                [
+                    Record(
+                        id=f"r{i}",
+                        time=f"t{i:02}",
+                        agent="a",
+                        point="feedback",
+                        scope={},
+                        scope_key="process:x",
+                        event={},
+                        hooks=[],
+                        outcome={},
+                    )
+                ]
+            )
         assert store.prune_records(10) == 20
         kept = store.query_records(RecordQuery(limit=100))
         assert [r.id for r in kept] == [f"r{i}" for i in range(29, 19, -1)]

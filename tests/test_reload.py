@@ -27,10 +27,10 @@ FILES = {
     "agents/a/agent.yaml": "hooks: [guard, esc]\n",
     "agents/a/hooks/guard.yaml": GUARD.format(forbidden="[]"),
     "agents/a/hooks/esc.yaml": "kind: escalate\nname: esc\nmessage: call us\n"
-                               "off_topic_keywords: [iphone]\nsuppress_on_off_topic: true\n",
+    "off_topic_keywords: [iphone]\nsuppress_on_off_topic: true\n",
     "agents/b/agent.yaml": "hooks: [esc]\n",
     "agents/b/hooks/esc.yaml": "kind: escalate\nname: esc\nmessage: call b\n"
-                               "off_topic_keywords: [iphone]\nsuppress_on_off_topic: true\n",
+    "off_topic_keywords: [iphone]\nsuppress_on_off_topic: true\n",
 }
 
 
@@ -69,8 +69,9 @@ def error_of(engine: Engine, agent: str = "a") -> dict[str, Any] | None:
 # -- going live ------------------------------------------------------------------------------
 
 
-def test_editing_a_hook_changes_the_next_decision_within_a_second(root: Path,
-                                                                  engine: Engine) -> None:
+def test_editing_a_hook_changes_the_next_decision_within_a_second(
+    root: Path, engine: Engine
+) -> None:
     assert not blocked(engine)
     guard_file(root).write_text(GUARD.format(forbidden="[shell]"))
     assert wait_until(lambda: blocked(engine), timeout=1.0) < 1.0
@@ -106,7 +107,8 @@ def test_only_the_agent_whose_files_changed_reloads(root: Path, engine: Engine) 
 
 def test_a_host_layer_change_reloads_every_agent(root: Path, engine: Engine) -> None:
     (root / "hooks/rules.yaml").write_text(
-        "kind: inject\nname: rules\nmessages: [{role: system, content: be brief}]\n")
+        "kind: inject\nname: rules\nmessages: [{role: system, content: be brief}]\n"
+    )
 
     def says_brief(agent: str) -> bool:
         out = engine.agent(agent).before_user_message("hello")
@@ -119,7 +121,8 @@ def test_a_host_layer_change_reloads_every_agent(root: Path, engine: Engine) -> 
 
 
 def test_an_invalid_edit_keeps_the_old_behaviour_and_names_file_and_line(
-        root: Path, engine: Engine) -> None:
+    root: Path, engine: Engine
+) -> None:
     guard_file(root).write_text(GUARD.format(forbidden="[shell]"))
     wait_until(lambda: blocked(engine))
     guard_file(root).write_text("kind: test_guard\nname: guard\nforbidden: [shell]\nfobidden: 1\n")
@@ -144,7 +147,8 @@ def test_a_yaml_syntax_error_names_its_line(root: Path, engine: Engine) -> None:
 
 
 def test_a_deleted_referenced_file_is_an_error_that_keeps_the_last_good_version(
-        root: Path, engine: Engine) -> None:
+    root: Path, engine: Engine
+) -> None:
     guard_file(root).unlink()
     wait_until(lambda: error_of(engine) is not None)
     error = error_of(engine)
@@ -154,8 +158,10 @@ def test_a_deleted_referenced_file_is_an_error_that_keeps_the_last_good_version(
 
 
 def test_a_new_version_that_fails_its_own_tests_is_refused(root: Path, engine: Engine) -> None:
-    tests = ("tests:\n  - name: shell is blocked\n    point: tool_call\n"
-             "    event: {name: shell}\n    expect: {blocked: true}\n")
+    tests = (
+        "tests:\n  - name: shell is blocked\n    point: tool_call\n"
+        "    event: {name: shell}\n    expect: {blocked: true}\n"
+    )
     guard_file(root).write_text(GUARD.format(forbidden="[rm]") + tests)
     wait_until(lambda: error_of(engine) is not None)
     error = error_of(engine)
@@ -168,7 +174,8 @@ def test_a_new_version_that_fails_its_own_tests_is_refused(root: Path, engine: E
 
 def test_a_sibling_test_file_counts_too(root: Path, engine: Engine) -> None:
     (root / "agents/a/hooks/guard.test.yaml").write_text(
-        "tests:\n  - point: tool_call\n    event: {name: shell}\n    expect: {blocked: true}\n")
+        "tests:\n  - point: tool_call\n    event: {name: shell}\n    expect: {blocked: true}\n"
+    )
     wait_until(lambda: error_of(engine) is not None)
     guard_file(root).write_text(GUARD.format(forbidden="[shell]"))
     wait_until(lambda: blocked(engine))
@@ -205,10 +212,12 @@ def save_burst(path: Path, text: str) -> None:
     path.write_text(text)
 
 
-@pytest.mark.parametrize("save", [save_by_rename, save_truncate_then_write,
-                                  save_delete_recreate, save_burst])
-def test_editor_save_styles_converge(root: Path, engine: Engine,
-                                     save: Callable[[Path, str], None]) -> None:
+@pytest.mark.parametrize(
+    "save", [save_by_rename, save_truncate_then_write, save_delete_recreate, save_burst]
+)
+def test_editor_save_styles_converge(
+    root: Path, engine: Engine, save: Callable[[Path, str], None]
+) -> None:
     for forbidden, expected in (("[shell]", True), ("[]", False), ("[shell]", True)):
         save(guard_file(root), GUARD.format(forbidden=forbidden))
         wait_until(lambda e=expected: blocked(engine) is e and error_of(engine) is None)
@@ -217,11 +226,13 @@ def test_editor_save_styles_converge(root: Path, engine: Engine,
 
 
 def test_a_hook_added_to_agent_yaml_before_its_file_exists_loads_once_created(
-        root: Path, engine: Engine) -> None:
+    root: Path, engine: Engine
+) -> None:
     (root / "agents/a/agent.yaml").write_text("hooks: [guard, esc, extra]\n")
     wait_until(lambda: error_of(engine) is not None)
     (root / "agents/a/hooks/extra.yaml").write_text(
-        GUARD.format(forbidden="[rm]").replace("name: guard", "name: extra"))
+        GUARD.format(forbidden="[rm]").replace("name: guard", "name: extra")
+    )
     wait_until(lambda: blocked(engine, "rm"))
 
 
@@ -229,7 +240,8 @@ def test_a_hook_added_to_agent_yaml_before_its_file_exists_loads_once_created(
 
 
 def test_a_file_changed_during_the_read_is_read_again(
-        root: Path, load: Callable[..., Engine], monkeypatch: pytest.MonkeyPatch) -> None:
+    root: Path, load: Callable[..., Engine], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from engine import reload
 
     engine = load(root)
@@ -249,12 +261,14 @@ def test_a_file_changed_during_the_read_is_read_again(
 
 
 def test_an_evaluation_in_flight_finishes_on_its_version_and_old_hooks_close_after(
-        root: Path, load: Callable[..., Engine]) -> None:
+    root: Path, load: Callable[..., Engine]
+) -> None:
     guard_file(root).write_text(GUARD.format(forbidden="[shell]") + "gated: true\n")
     engine = load(root)
     results: list[Outcome] = []
-    worker = threading.Thread(target=lambda: results.append(
-        engine.agent("a").tool_call("shell", {})))
+    worker = threading.Thread(
+        target=lambda: results.append(engine.agent("a").tool_call("shell", {}))
+    )
     worker.start()
     assert guards.ENTERED.wait(5)
     old_version = engine.agent("a").pipeline.slots[0].hook.version
@@ -294,8 +308,9 @@ def short_gil_slices() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("short_gil_slices")
-def test_flips_under_concurrent_load_never_mix_versions(root: Path,
-                                                       load: Callable[..., Engine]) -> None:
+def test_flips_under_concurrent_load_never_mix_versions(
+    root: Path, load: Callable[..., Engine]
+) -> None:
     engine = load(root, watch=True, records=False)  # millions of records would only slow it
     versions: dict[str, bool] = {}  # guard version -> blocks shell
     stop, errors = threading.Event(), []
@@ -324,8 +339,12 @@ def test_flips_under_concurrent_load_never_mix_versions(root: Path,
                 guard_file(root).write_text(GUARD.format(forbidden=forbidden) + "bad: 1\n")
                 wait_until(lambda: error_of(engine) is not None, timeout=LOADED_S)
             guard_file(root).write_text(GUARD.format(forbidden=forbidden))
-            wait_until(lambda f=forbidden: blocked(engine) is (f == "[shell]")
-                       and error_of(engine) is None, timeout=LOADED_S)
+            wait_until(
+                lambda f=forbidden: (
+                    blocked(engine) is (f == "[shell]") and error_of(engine) is None
+                ),
+                timeout=LOADED_S,
+            )
             versions[engine.agent("a").pipeline.slots[0].hook.version] = forbidden == "[shell]"
     finally:
         stop.set()

@@ -17,9 +17,9 @@ ALLOW = {
 }
 BLOCK = {
     "js": "function on_tool_call(event, host) {\n"
-          "  if (event.name === 'shell') return {block: 'no shell (v2)'};\n  return null;\n}\n",
+    "  if (event.name === 'shell') return {block: 'no shell (v2)'};\n  return null;\n}\n",
     "py": "def on_tool_call(event, host):\n"
-          "    if event['name'] == 'shell':\n        return {'block': 'no shell (v2)'}\n",
+    "    if event['name'] == 'shell':\n        return {'block': 'no shell (v2)'}\n",
 }
 BROKEN = {
     "js": "function on_tool_call(event, host) {\n  return {block: 'x'\n}\n",
@@ -31,11 +31,15 @@ BROKEN = {
 def test_editing_a_script_changes_the_next_decision_within_a_second(
     project: Callable[[dict[str, str]], Path], load: Callable[..., Engine], suffix: str
 ) -> None:
-    root = project({
-        "agents/a/agent.yaml": "hooks: [guard]\n",
-        "agents/a/hooks/guard.yaml": f"kind: script_hook\nname: guard\nscript: guard.{suffix}\n",
-        f"agents/a/hooks/guard.{suffix}": ALLOW[suffix],
-    })
+    root = project(
+        {
+            "agents/a/agent.yaml": "hooks: [guard]\n",
+            "agents/a/hooks/guard.yaml": (
+                f"kind: script_hook\nname: guard\nscript: guard.{suffix}\n"
+            ),
+            f"agents/a/hooks/guard.{suffix}": ALLOW[suffix],
+        }
+    )
     script = root / f"agents/a/hooks/guard.{suffix}"
     engine = load(root, watch=True)
     agent = engine.agent("a")

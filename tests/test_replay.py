@@ -18,8 +18,12 @@ pytestmark = pytest.mark.usefixtures("guard_kind")
 
 GUARD = "kind: test_guard\nname: guard\nsay_version: false\nforbidden: {forbidden}\n"
 TOOLS = ("delete_file", "shell", "read_file")
-QUESTIONS = ("How long does shipping to Berlin take?", "Где моя доставка iPhone?",
-             "Can you clean up my old order exports?", "Где я живу?")
+QUESTIONS = (
+    "How long does shipping to Berlin take?",
+    "Где моя доставка iPhone?",
+    "Can you clean up my old order exports?",
+    "Где я живу?",
+)
 
 
 @pytest.fixture
@@ -27,7 +31,8 @@ def demo(tmp_path: Path) -> Path:
     """The demo config with a guard in the demo agent (the demo's own hooks kept)."""
     root = copy_demo(tmp_path)
     (root / "agents/demo/agent.yaml").write_text(
-        "hook_files: [hooks/guard.yaml, hooks/city_hint.yaml, hooks/escalate.yaml]\n")
+        "hook_files: [hooks/guard.yaml, hooks/city_hint.yaml, hooks/escalate.yaml]\n"
+    )
     (root / "agents/demo/hooks/guard.yaml").write_text(GUARD.format(forbidden="[delete_file]"))
     return root
 
@@ -42,20 +47,26 @@ def record_traffic(engine: Engine, turns: int) -> None:
         if first.answer is None:
             for tool in TOOLS[: 1 + n % 3]:
                 agent.tool_call(tool, {"path": f"f{n}.txt"}, **scope)
-            agent.before_assistant_message(question, "I could not find" if n % 5 == 0 else
-                                           "Shipping takes 3 to 5 working days, express 1-2.",
-                                           **scope)
+            agent.before_assistant_message(
+                question,
+                "I could not find"
+                if n % 5 == 0
+                else "Shipping takes 3 to 5 working days, express 1-2.",
+                **scope,
+            )
         agent.after_turn(question, first.answer or "ok", **scope)
     engine.flush()
 
 
 def test_replay_after_changing_a_guard_reports_exactly_the_changed_decisions(
-        demo: Path, tmp_path: Path) -> None:
+    demo: Path, tmp_path: Path
+) -> None:
     db = str(tmp_path / "traffic.db")
     with Engine.load(demo, db=db) as engine:
         record_traffic(engine, 260)
     (demo / "agents/demo/hooks/guard.yaml").write_text(
-        GUARD.format(forbidden="[delete_file, shell]"))
+        GUARD.format(forbidden="[delete_file, shell]")
+    )
     with Engine.load(demo, db=db, records=False) as engine:
         records = load_records(engine, agent="demo")
         report = replay(engine, records)
@@ -85,13 +96,26 @@ def test_replay_uses_the_recorded_time(demo: Path, tmp_path: Path) -> None:
 
 
 def test_the_cli_prints_differences_counts_and_progress(
-        demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = str(tmp_path / "traffic.db")
     with Engine.load(demo, db=db) as engine:
         record_traffic(engine, 30)
     (demo / "agents/demo/hooks/guard.yaml").write_text(GUARD.format(forbidden="[]"))
-    code = hookengine(["replay", "--config", str(demo), "--db", db, "--agent", "demo",
-                       "--point", "tool_call", "--progress"])
+    code = hookengine(
+        [
+            "replay",
+            "--config",
+            str(demo),
+            "--db",
+            db,
+            "--agent",
+            "demo",
+            "--point",
+            "tool_call",
+            "--progress",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0
     assert "blocked → allowed" in out and "event: delete_file" in out
@@ -99,8 +123,9 @@ def test_the_cli_prints_differences_counts_and_progress(
     assert "differ, 0 skipped" in out and "] " in err and "/" in err
 
 
-def test_replay_json_lists_differences(demo: Path, tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_json_lists_differences(
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import json
 
     db = str(tmp_path / "traffic.db")
@@ -113,19 +138,24 @@ def test_replay_json_lists_differences(demo: Path, tmp_path: Path,
     assert data["differences"][0]["after"]["blocked"] is True
 
 
-@pytest.mark.parametrize(("before", "after", "kind"), [
-    ({"blocked": True}, {"blocked": False}, "blocked → allowed"),
-    ({"input": {"a": 1}}, {"input": {"a": 2}}, "changed input"),
-    ({"answer": "x"}, {"answer": "y"}, "different answer"),
-    ({"sections": ["a"]}, {"sections": []}, "different sections"),
-])
+@pytest.mark.parametrize(
+    ("before", "after", "kind"),
+    [
+        ({"blocked": True}, {"blocked": False}, "blocked → allowed"),
+        ({"input": {"a": 1}}, {"input": {"a": 2}}, "changed input"),
+        ({"answer": "x"}, {"answer": "y"}, "different answer"),
+        ({"sections": ["a"]}, {"sections": []}, "different sections"),
+    ],
+)
 def test_differences_are_named_as_a_reviewer_reads_them(
-        before: dict[str, object], after: dict[str, object], kind: str) -> None:
+    before: dict[str, object], after: dict[str, object], kind: str
+) -> None:
     assert classify(before, after)[0] == kind
 
 
-def test_records_of_unknown_agents_are_skipped(demo: Path, tmp_path: Path,
-                                               load: Callable[..., Engine]) -> None:
+def test_records_of_unknown_agents_are_skipped(
+    demo: Path, tmp_path: Path, load: Callable[..., Engine]
+) -> None:
     db = str(tmp_path / "traffic.db")
     with Engine.load(demo, db=db) as engine:
         engine.agent("demo").tool_call("shell", {})

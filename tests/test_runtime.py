@@ -15,21 +15,23 @@ from tests.conftest import REPO
 FILES = {
     "agents/a/agent.yaml": "hooks: [ctx, esc]\n",
     "agents/a/hooks/ctx.yaml": "kind: inject\nname: ctx\nfirst_n: 1\n"
-                               "messages: [{role: system, content: 'hi {{question}}'}]\n",
+    "messages: [{role: system, content: 'hi {{question}}'}]\n",
     "agents/a/hooks/esc.yaml": "kind: escalate\nname: esc\nmessage: call us\n"
-                               "off_topic_keywords: [iphone]\nsuppress_on_off_topic: true\n",
+    "off_topic_keywords: [iphone]\nsuppress_on_off_topic: true\n",
 }
 
 
-def test_unknown_agent_names_the_loaded_ones(project: Callable[[dict[str, str]], Path],
-                                             load: Callable[..., Engine]) -> None:
+def test_unknown_agent_names_the_loaded_ones(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
+) -> None:
     engine = load(project(FILES))
     with pytest.raises(EngineError, match=r"no agent 'b' \(loaded: a\)"):
         engine.agent("b")
 
 
-def test_outcomes_are_typed_per_point(project: Callable[[dict[str, str]], Path],
-                                      load: Callable[..., Engine]) -> None:
+def test_outcomes_are_typed_per_point(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
+) -> None:
     agent = load(project(FILES)).agent("a")
     out = agent.before_user_message("iphone?", user_id="u1", session_id="s1")
     assert out.answer == "call us" and out.short_circuit and out.turn_id
@@ -38,27 +40,31 @@ def test_outcomes_are_typed_per_point(project: Callable[[dict[str, str]], Path],
     assert not d.blocked and d.reason is None and d.input == {"path": "a.txt"}
     r = agent.tool_result("read", {}, {"rows": [1, 2]})
     assert r.result == {"rows": [1, 2]}
-    c = agent.before_call("be brief", [{"role": "user", "content": "x"}], tools=["a"],
-                          settings={"temperature": 0})
+    c = agent.before_call(
+        "be brief", [{"role": "user", "content": "x"}], tools=["a"], settings={"temperature": 0}
+    )
     assert c.instruction == "be brief" and c.tools == ["a"] and c.settings == {"temperature": 0}
     f = agent.feedback(out.turn_id, "like", user_id="u1")
     assert f.turn_id == out.turn_id
 
 
-def test_bad_event_fields_are_refused(project: Callable[[dict[str, str]], Path],
-                                      load: Callable[..., Engine]) -> None:
+def test_bad_event_fields_are_refused(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
+) -> None:
     agent = load(project(FILES)).agent("a")
     with pytest.raises(ValueError, match="rating"):
         agent.feedback("t1", "meh")
 
 
-def test_async_forms(project: Callable[[dict[str, str]], Path],
-                     load: Callable[..., Engine]) -> None:
+def test_async_forms(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
+) -> None:
     agent = load(project(FILES)).agent("a")
 
     async def main() -> list[bool]:
-        outs = await asyncio.gather(*(agent.abefore_user_message("iphone", user_id=f"u{i}")
-                                      for i in range(20)))
+        outs = await asyncio.gather(
+            *(agent.abefore_user_message("iphone", user_id=f"u{i}") for i in range(20))
+        )
         d = await agent.atool_call("t", {"a": 1})
         await agent.aafter_turn("q", "a")
         await agent.aafter_loop("job_done")
@@ -67,8 +73,9 @@ def test_async_forms(project: Callable[[dict[str, str]], Path],
     assert all(asyncio.run(main()))
 
 
-def test_many_threads_share_one_engine(project: Callable[[dict[str, str]], Path],
-                                       load: Callable[..., Engine]) -> None:
+def test_many_threads_share_one_engine(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
+) -> None:
     engine = load(project(FILES))
     agent = engine.agent("a")
     errors: list[BaseException] = []

@@ -20,14 +20,30 @@ from tests.conftest import pipeline, raising, returning
 from tests.guard_kind import guard_kind  # noqa: F401 - the fixture
 
 CHANGES = {
-    Point.TOOL_CALL: st.sampled_from([None, {"block": "no"}, {"input": {"a": 2}},
-                                      {"notice": "n"}, {"input": {"b": 1}, "notice": "m"}]),
-    Point.BEFORE_USER_MESSAGE: st.sampled_from([
-        None, {"answer": "cached"}, {"question": "rewritten"}, {"block": "off"},
-        {"messages": [{"role": "system", "content": "ctx"}]}, {"notice": "x"}]),
+    Point.TOOL_CALL: st.sampled_from(
+        [
+            None,
+            {"block": "no"},
+            {"input": {"a": 2}},
+            {"notice": "n"},
+            {"input": {"b": 1}, "notice": "m"},
+        ]
+    ),
+    Point.BEFORE_USER_MESSAGE: st.sampled_from(
+        [
+            None,
+            {"answer": "cached"},
+            {"question": "rewritten"},
+            {"block": "off"},
+            {"messages": [{"role": "system", "content": "ctx"}]},
+            {"notice": "x"},
+        ]
+    ),
 }
-EVENTS = {Point.TOOL_CALL: {"name": "shell", "input": {"a": 1}},
-          Point.BEFORE_USER_MESSAGE: {"question": "hello"}}
+EVENTS = {
+    Point.TOOL_CALL: {"name": "shell", "input": {"a": 1}},
+    Point.BEFORE_USER_MESSAGE: {"question": "hello"},
+}
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +63,13 @@ def run(store: Store, point: Point, hooks: list[Any]) -> Any:
 hook_specs = st.lists(st.tuples(st.booleans(), st.booleans()), min_size=1, max_size=6)
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(point=st.sampled_from(list(CHANGES)), layout=hook_specs, data=st.data())
-def test_shadow_hooks_never_change_outcomes(store: Store, point: Point,
-                                            layout: list[tuple[bool, bool]],
-                                            data: st.DataObject) -> None:
+def test_shadow_hooks_never_change_outcomes(
+    store: Store, point: Point, layout: list[tuple[bool, bool]], data: st.DataObject
+) -> None:
     hooks, enforced = [], []
     for n, (shadow, fails) in enumerate(layout):
         mode = Mode.SHADOW if shadow else Mode.ENFORCE
@@ -74,14 +91,16 @@ def test_shadow_hooks_never_change_outcomes(store: Store, point: Point,
 
 @pytest.mark.usefixtures("guard_kind")
 def test_a_shadow_guard_is_recorded_and_shown_next_to_enforced_decisions(
-        project: Any, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    root = project({
-        "agents/a/agent.yaml": "hooks: [guard, canary]\n",
-        "agents/a/hooks/guard.yaml": "kind: test_guard\nname: guard\nforbidden: [rm]\n",
-        "agents/a/hooks/canary.yaml": "kind: test_guard\nname: canary\nmode: shadow\n"
-                                      "say_version: false\nforbidden: [shell, rm]\n",
-    })
+    project: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = project(
+        {
+            "agents/a/agent.yaml": "hooks: [guard, canary]\n",
+            "agents/a/hooks/guard.yaml": "kind: test_guard\nname: guard\nforbidden: [rm]\n",
+            "agents/a/hooks/canary.yaml": "kind: test_guard\nname: canary\nmode: shadow\n"
+            "say_version: false\nforbidden: [shell, rm]\n",
+        }
+    )
     db = str(tmp_path / "s.db")
     with Engine.load(root, db=db) as engine:
         out = engine.agent("a").tool_call("shell", {})
@@ -96,11 +115,14 @@ def test_a_shadow_guard_is_recorded_and_shown_next_to_enforced_decisions(
 
 
 @pytest.mark.usefixtures("guard_kind")
-def test_replay_counts_shadow_decisions_before_and_after(
-        project: Any, tmp_path: Path) -> None:
+def test_replay_counts_shadow_decisions_before_and_after(project: Any, tmp_path: Path) -> None:
     canary = "kind: test_guard\nname: canary\nmode: shadow\nsay_version: false\nforbidden: {f}\n"
-    root = project({"agents/a/agent.yaml": "hooks: [canary]\n",
-                    "agents/a/hooks/canary.yaml": canary.format(f="[shell]")})
+    root = project(
+        {
+            "agents/a/agent.yaml": "hooks: [canary]\n",
+            "agents/a/hooks/canary.yaml": canary.format(f="[shell]"),
+        }
+    )
     db = str(tmp_path / "s.db")
     with Engine.load(root, db=db) as engine:
         for tool in ("shell", "ls", "shell", "rm"):

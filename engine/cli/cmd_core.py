@@ -24,8 +24,11 @@ def register(sub: Any) -> None:
     p = sub.add_parser("demo", help="play a scripted conversation through the demo agent")
     p.add_argument("--config", default="config", help="config folder (default: config)")
     p.add_argument("--agent", default="demo", help="agent to play it through (default: demo)")
-    p.add_argument("--db", default="data/demo.db",
-                   help="store for the demo, emptied first (default: data/demo.db)")
+    p.add_argument(
+        "--db",
+        default="data/demo.db",
+        help="store for the demo, emptied first (default: data/demo.db)",
+    )
     p.set_defaults(func=demo)
 
     p = sub.add_parser("records", help="show recorded evaluations, newest first")
@@ -46,8 +49,7 @@ def check(args: argparse.Namespace) -> int:
     with Engine.load(args.config, records=False, db=":memory:") as engine:
         for name in engine.agents:
             hooks = engine.agent(name).pipeline.slots
-            print(f"ok  {name}: {len(hooks)} hooks "
-                  f"({', '.join(s.hook.name for s in hooks)})")
+            print(f"ok  {name}: {len(hooks)} hooks ({', '.join(s.hook.name for s in hooks)})")
     return EXIT_OK
 
 
@@ -59,11 +61,15 @@ def demo(args: argparse.Namespace) -> int:
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     with Engine.load(args.config, db=str(db)) as engine:
         agent = engine.agent(args.agent)
-        print(f"Playing the demo conversation through agent {args.agent!r} "
-              f"({len(agent.pipeline.slots)} hooks), offline.")
+        print(
+            f"Playing the demo conversation through agent {args.agent!r} "
+            f"({len(agent.pipeline.slots)} hooks), offline."
+        )
         outcomes = play(agent)
-    print(f"\n{len(outcomes)} evaluations recorded in {db}; "
-          f"see them with: hookengine records --db {db}")
+    print(
+        f"\n{len(outcomes)} evaluations recorded in {db}; "
+        f"see them with: hookengine records --db {db}"
+    )
     return EXIT_OK
 
 
@@ -81,8 +87,14 @@ def _store_url(args: argparse.Namespace) -> str:
 
 
 def records(args: argparse.Namespace) -> int:
-    query = RecordQuery(agent=args.agent, point=args.point, scope=args.scope, since=args.since,
-                        until=args.until, limit=args.limit)
+    query = RecordQuery(
+        agent=args.agent,
+        point=args.point,
+        scope=args.scope,
+        since=args.since,
+        until=args.until,
+        limit=args.limit,
+    )
     store = open_store(_store_url(args))
     try:
         found = store.query_records(query)
@@ -105,5 +117,3 @@ def records(args: argparse.Namespace) -> int:
     if not found:
         print("no records match")
     return EXIT_OK
-
-

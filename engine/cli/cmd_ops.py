@@ -20,8 +20,11 @@ def register(sub: Any) -> None:
     p.add_argument("--live", action="store_true", help="use the configured LLM provider")
     p.set_defaults(func=test)
 
-    p = sub.add_parser("replay", help="re-evaluate recorded events through the current hooks "
-                                      "and show every decision that differs")
+    p = sub.add_parser(
+        "replay",
+        help="re-evaluate recorded events through the current hooks "
+        "and show every decision that differs",
+    )
     p.add_argument("--config", default="config", help="config folder (default: config)")
     p.add_argument("--db", help="read records from this store instead of engine.yaml's")
     p.add_argument("--agent")
@@ -74,8 +77,9 @@ def replay(args: argparse.Namespace) -> int:
     from engine.replay import replay as run_replay
 
     with Engine.load(args.config, records=False, db=args.db) as engine:
-        records = load_records(engine, agent=args.agent, point=args.point, since=args.since,
-                               limit=args.limit)
+        records = load_records(
+            engine, agent=args.agent, point=args.point, since=args.since, limit=args.limit
+        )
         show_bar = args.progress or sys.stderr.isatty()
         report = run_replay(engine, records, progress_bar() if show_bar else None)
     if args.json:
@@ -102,15 +106,27 @@ def progress_bar(width: int = 30) -> Any:
 
 def _replay_data(report: Any) -> dict[str, Any]:
     return {
-        "total": report.total, "same": report.same, "skipped": report.skipped,
-        "kinds": dict(report.kinds), "shadow_before": dict(report.shadow_before),
+        "total": report.total,
+        "same": report.same,
+        "skipped": report.skipped,
+        "kinds": dict(report.kinds),
+        "shadow_before": dict(report.shadow_before),
         "shadow_after": dict(report.shadow_after),
-        "differences": [{"id": d.record.id, "time": d.record.time, "agent": d.record.agent,
-                         "point": d.record.point, "kind": d.kind, "fields": list(d.fields),
-                         "before": {f: d.before.get(f) for f in d.fields},
-                         "after": {f: d.after.get(f) for f in d.fields},
-                         "shadow_before": d.shadow_before, "shadow_after": d.shadow_after}
-                        for d in report.differences + report.shadow_differences],
+        "differences": [
+            {
+                "id": d.record.id,
+                "time": d.record.time,
+                "agent": d.record.agent,
+                "point": d.record.point,
+                "kind": d.kind,
+                "fields": list(d.fields),
+                "before": {f: d.before.get(f) for f in d.fields},
+                "after": {f: d.after.get(f) for f in d.fields},
+                "shadow_before": d.shadow_before,
+                "shadow_after": d.shadow_after,
+            }
+            for d in report.differences + report.shadow_differences
+        ],
     }
 
 
@@ -175,11 +191,19 @@ def project_status(root: Path) -> dict[str, Any]:
                 agents.update(eng.status()["agents"])
         except ConfigError as exc:
             first = exc.problems[0]
-            agents[name] = {"generation": None, "loaded_at": None, "reloads": 0, "hooks": {},
-                            "error": {"file": first.path, "line": first.line,
-                                      "message": str(first),
-                                      "problems": [str(p) for p in exc.problems]},
-                            "last_error": None}
+            agents[name] = {
+                "generation": None,
+                "loaded_at": None,
+                "reloads": 0,
+                "hooks": {},
+                "error": {
+                    "file": first.path,
+                    "line": first.line,
+                    "message": str(first),
+                    "problems": [str(p) for p in exc.problems],
+                },
+                "last_error": None,
+            }
     return {"watching": False, "generation": 0, "agents": agents}
 
 
@@ -189,8 +213,10 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     for name, a in data["agents"].items():
         gen = "-" if a["generation"] is None else a["generation"]
         state = "ok" if a["error"] is None else "ERROR"
-        lines.append(f"{name:<16} generation {gen:<4} loaded {a['loaded_at'] or '-'}  "
-                     f"reloads {a['reloads']}  {state}")
+        lines.append(
+            f"{name:<16} generation {gen:<4} loaded {a['loaded_at'] or '-'}  "
+            f"reloads {a['reloads']}  {state}"
+        )
         error = a["error"] or a.get("last_error")
         if error:
             label = "error" if a["error"] else "last error"

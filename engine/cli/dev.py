@@ -92,10 +92,14 @@ class DevSession:
         question = first.question or question
         answer = first.answer
         if answer is None:
-            self.show(self.agent.before_call("You are a helpful assistant.",
-                                             [{"role": "user", "content": question}], **scope))
-            shown = self.show(self.agent.before_assistant_message(
-                question, offline_answer(question), **scope))
+            self.show(
+                self.agent.before_call(
+                    "You are a helpful assistant.", [{"role": "user", "content": question}], **scope
+                )
+            )
+            shown = self.show(
+                self.agent.before_assistant_message(question, offline_answer(question), **scope)
+            )
             answer = shown.answer or ""
         self.agent.after_turn(question, answer, **scope)
         self.say(f"assistant: {answer}")
@@ -112,8 +116,10 @@ class DevSession:
 
 def run(session: DevSession, lines: Iterable[str], *, prompt: bool = False) -> None:
     """Feed ``lines`` to the session until they end or one says :quit."""
-    session.say(f"dev: agent {session.agent.name}, generation "
-                f"{session.agent.pipeline.generation}; reloading on save. :help for commands")
+    session.say(
+        f"dev: agent {session.agent.name}, generation "
+        f"{session.agent.pipeline.generation}; reloading on save. :help for commands"
+    )
     for line in lines:
         if not session.handle(line):
             break

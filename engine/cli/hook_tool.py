@@ -39,8 +39,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("verb", choices=list(VERBS), help="what to run")
     p.add_argument("args", nargs="*", help="the verb's arguments")
     p.add_argument("--db", help="put the hook's store (and records) in this file or URL")
-    p.add_argument("--live", action="store_true",
-                   help="use the configured LLM provider for judges and memorizers")
+    p.add_argument(
+        "--live",
+        action="store_true",
+        help="use the configured LLM provider for judges and memorizers",
+    )
     p.add_argument("--agent", default="hook_tool", help="agent (and process) name in the event")
     p.add_argument("--template", help="template name in the scope")
     p.add_argument("--user", help="user_id in the scope")
@@ -74,8 +77,14 @@ def _run(args: argparse.Namespace) -> int:
         outcomes = _evaluate(engine.agent(args.agent), args)
         engine.flush()
     if args.json:
-        print_json({"hook": str(path), "verb": args.verb, "outcome": outcomes[0].to_dict(),
-                    "outcomes": [o.to_dict() for o in outcomes]})
+        print_json(
+            {
+                "hook": str(path),
+                "verb": args.verb,
+                "outcome": outcomes[0].to_dict(),
+                "outcomes": [o.to_dict() for o in outcomes],
+            }
+        )
     else:
         for out in outcomes:
             print("\n".join(outcome_lines(out)))
@@ -92,9 +101,19 @@ def load_engine(path: Path, *, agent: str, db: str | None, live: bool) -> Engine
     settings = settings.model_copy(update={"process": agent})
     base = root.parent if root else Path.cwd()
     project = ProjectConfig(
-        root or path.parent, base, settings, (),
-        {agent: AgentSpec(agent, path.parent, AgentConfig(hook_files=[path.name]), (spec,),
-                          frozenset({spec.path}))},
+        root or path.parent,
+        base,
+        settings,
+        (),
+        {
+            agent: AgentSpec(
+                agent,
+                path.parent,
+                AgentConfig(hook_files=[path.name]),
+                (spec,),
+                frozenset({spec.path}),
+            )
+        },
     )
     return Engine(project, live=live, db=db)
 
@@ -122,7 +141,7 @@ def _evaluate(agent: Agent, args: argparse.Namespace) -> list[Outcome]:
     if args.verb == "tool":
         data = _json_arg(a[1], "the tool input")
         if not isinstance(data, dict):
-            raise UsageError("the tool input must be a JSON object, e.g. '{\"path\": \"a.txt\"}'")
+            raise UsageError('the tool input must be a JSON object, e.g. \'{"path": "a.txt"}\'')
         return [agent.tool_call(a[0], data, **scope)]
     if args.verb == "result":
         data = _json_arg(a[1], "the tool input")

@@ -13,8 +13,9 @@ COMMAND_MODULES = ("engine.cli.cmd_core", "engine.cli.cmd_ops", "engine.cli.cmd_
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hookengine",
-                                description="Check, run, inspect and serve hookengine agents.")
+    p = argparse.ArgumentParser(
+        prog="hookengine", description="Check, run, inspect and serve hookengine agents."
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:

@@ -51,8 +51,10 @@ def _decision_lines(out: Outcome) -> list[str]:
         lines += [f"  => section: {short(s)}" for s in out.sections]
     lines += [f"  => notice: {short(n)}" for n in out.notices]
     lines += [f"  => ui event: {short(e)}" for e in out.events]
-    lines += [f"  => shadow {s['hook']} would have: {short(s.get('change') or s.get('error'))}"
-              for s in out.shadow]
+    lines += [
+        f"  => shadow {s['hook']} would have: {short(s.get('change') or s.get('error'))}"
+        for s in out.shadow
+    ]
     if len(lines) == 0:
         lines.append("  => no change")
     return lines

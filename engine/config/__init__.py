@@ -26,8 +26,24 @@ from engine.config.models import (
 )
 
 __all__ = [
-    "KINDS", "AgentConfig", "AgentSpec", "EngineSettings", "EscalateConfig", "FaqCacheConfig",
-    "HookBase", "HookConfig", "HookSpec", "InjectConfig", "MemoryConfig", "ProjectConfig",
-    "ScriptHookConfig", "agent_names", "find_config_root", "load_agent", "load_engine_settings",
-    "load_hook_file", "load_host_layer", "load_project",
+    "KINDS",
+    "AgentConfig",
+    "AgentSpec",
+    "EngineSettings",
+    "EscalateConfig",
+    "FaqCacheConfig",
+    "HookBase",
+    "HookConfig",
+    "HookSpec",
+    "InjectConfig",
+    "MemoryConfig",
+    "ProjectConfig",
+    "ScriptHookConfig",
+    "agent_names",
+    "find_config_root",
+    "load_agent",
+    "load_engine_settings",
+    "load_hook_file",
+    "load_host_layer",
+    "load_project",
 ]

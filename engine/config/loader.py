@@ -165,8 +165,9 @@ def load_hook_file(path: Path, *, layer: Layer = "agent") -> tuple[HookSpec | No
         return None, problems
     kind = doc.data.get("kind")
     if kind is None:
-        return None, [Problem(shown, 1, "kind", "required field is missing",
-                              f"one of: {', '.join(KINDS)}")]
+        return None, [
+            Problem(shown, 1, "kind", "required field is missing", f"one of: {', '.join(KINDS)}")
+        ]
     if not isinstance(kind, str) or kind not in KINDS:
         close = suggest(str(kind), list(KINDS))
         hint = f"did you mean {close!r}?" if close else f"one of: {', '.join(KINDS)}"
@@ -182,14 +183,27 @@ def load_hook_file(path: Path, *, layer: Layer = "agent") -> tuple[HookSpec | No
         try:
             script_text = script_path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return None, [Problem(shown, doc.line_of(("script",)), "script",
-                                  f"script file not found: {show(script_path)}")]
+            return None, [
+                Problem(
+                    shown,
+                    doc.line_of(("script",)),
+                    "script",
+                    f"script file not found: {show(script_path)}",
+                )
+            ]
         except (OSError, UnicodeDecodeError) as exc:
-            return None, [Problem(shown, doc.line_of(("script",)), "script",
-                                  f"cannot read script {show(script_path)}: {exc}")]
+            return None, [
+                Problem(
+                    shown,
+                    doc.line_of(("script",)),
+                    "script",
+                    f"cannot read script {show(script_path)}: {exc}",
+                )
+            ]
     version = digest(doc.text, script_text or "")
-    spec = HookSpec(config, path.resolve(), shown, version, layer, script_path, script_text,
-                    dict(doc.lines))
+    spec = HookSpec(
+        config, path.resolve(), shown, version, layer, script_path, script_text, dict(doc.lines)
+    )
     return spec, []
 
 
@@ -224,8 +238,14 @@ def _load_hooks(
     problems: list[Problem] = []
     for path, line in paths:
         if not path.is_file():
-            problems.append(Problem(owner, line, "hook_files" if line else None,
-                                    f"hook file not found: {show(path)}"))
+            problems.append(
+                Problem(
+                    owner,
+                    line,
+                    "hook_files" if line else None,
+                    f"hook file not found: {show(path)}",
+                )
+            )
             continue
         spec, found = load_hook_file(path, layer=layer)
         problems += found
@@ -239,10 +259,14 @@ def _duplicates(specs: list[HookSpec]) -> list[Problem]:
     first: dict[str, HookSpec] = {}
     for spec in specs:
         if spec.name in first:
-            problems.append(Problem(
-                spec.shown, spec.line("name"), "name",
-                f"duplicate hook name {spec.name!r} (also in {first[spec.name].shown})",
-            ))
+            problems.append(
+                Problem(
+                    spec.shown,
+                    spec.line("name"),
+                    "name",
+                    f"duplicate hook name {spec.name!r} (also in {first[spec.name].shown})",
+                )
+            )
         first.setdefault(spec.name, spec)
     return problems
 
@@ -273,8 +297,15 @@ def load_agent(
     paths = _hook_paths(folder, config.hook_files, config.hooks, doc)
     specs, problems = _load_hooks(paths, shown, "agent")
     if not paths:
-        problems.append(Problem(shown, 1, None, "the agent lists no hooks",
-                                "add hook_files: [hooks/<file>.yaml] or hooks: [<name>]"))
+        problems.append(
+            Problem(
+                shown,
+                1,
+                None,
+                "the agent lists no hooks",
+                "add hook_files: [hooks/<file>.yaml] or hooks: [<name>]",
+            )
+        )
     problems += _duplicates([*specs, *host_hooks])
     if problems:
         raise ConfigError(problems)
@@ -301,8 +332,9 @@ def load_project(root: str | Path, *, only: list[str] | None = None) -> ProjectC
     agents: dict[str, AgentSpec] = {}
     names = only if only is not None else agent_names(root)
     if not names and only is None:
-        problems.append(Problem(show(root), None, None,
-                                "no agents found (expected agents/<name>/agent.yaml)"))
+        problems.append(
+            Problem(show(root), None, None, "no agents found (expected agents/<name>/agent.yaml)")
+        )
     for name in names:
         try:
             agents[name] = load_agent(root, name, host)
@@ -324,6 +356,15 @@ def find_config_root(start: Path) -> Path | None:
 
 
 __all__ = [
-    "AgentSpec", "HookBase", "HookSpec", "ProjectConfig", "agent_names", "find_config_root",
-    "load_agent", "load_engine_settings", "load_hook_file", "load_host_layer", "load_project",
+    "AgentSpec",
+    "HookBase",
+    "HookSpec",
+    "ProjectConfig",
+    "agent_names",
+    "find_config_root",
+    "load_agent",
+    "load_engine_settings",
+    "load_hook_file",
+    "load_host_layer",
+    "load_project",
 ]

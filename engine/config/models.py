@@ -81,13 +81,11 @@ class HookTest(Strict):
 
     @model_validator(mode="after")
     def _event_fits_point(self) -> HookTest:
-        for point, fields in [*((s.point, s.event) for s in self.given),
-                              (self.point, self.event)]:
+        for point, fields in [*((s.point, s.event) for s in self.given), (self.point, self.event)]:
             try:
                 make_event(point, agent="test", time=self.time, scope=self.scope, **fields)
             except (ValidationError, TypeError) as exc:
-                raise ValueError(f"event does not fit {point.value}: {_first_error(exc)}") \
-                    from exc
+                raise ValueError(f"event does not fit {point.value}: {_first_error(exc)}") from exc
         return self
 
 

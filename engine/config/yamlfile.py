@@ -52,8 +52,14 @@ def read_yaml(path: Path, shown: str) -> tuple[YamlDoc | None, list[Problem]]:
     if node is None:
         return None, [Problem(shown, 1, None, "the file is empty (expected a mapping of fields)")]
     if not isinstance(node, yaml.MappingNode):
-        return None, [Problem(shown, node.start_mark.line + 1, None,
-                              f"expected a mapping of fields, got a {_node_kind(node)}")]
+        return None, [
+            Problem(
+                shown,
+                node.start_mark.line + 1,
+                None,
+                f"expected a mapping of fields, got a {_node_kind(node)}",
+            )
+        ]
     doc = YamlDoc(path, yaml.safe_load(text), text)
     problems: list[Problem] = []
     _walk(node, (), doc.lines, problems, shown)
@@ -66,16 +72,23 @@ def _node_kind(node: yaml.Node) -> str:
     return "scalar value"
 
 
-def _walk(node: yaml.Node, loc: Loc, lines: dict[Loc, int], problems: list[Problem],
-          shown: str) -> None:
+def _walk(
+    node: yaml.Node, loc: Loc, lines: dict[Loc, int], problems: list[Problem], shown: str
+) -> None:
     lines.setdefault(loc, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         seen: set[Any] = set()
         for key_node, value_node in node.value:
             key = key_node.value
             if key in seen:
-                problems.append(Problem(shown, key_node.start_mark.line + 1, _dotted((*loc, key)),
-                                        "duplicate key (YAML keeps only the last one)"))
+                problems.append(
+                    Problem(
+                        shown,
+                        key_node.start_mark.line + 1,
+                        _dotted((*loc, key)),
+                        "duplicate key (YAML keeps only the last one)",
+                    )
+                )
             seen.add(key)
             lines[(*loc, key)] = key_node.start_mark.line + 1
             _walk(value_node, (*loc, key), lines, problems, shown)

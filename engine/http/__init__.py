@@ -18,8 +18,12 @@ def serve(engine: Any, host: str | None = None, port: int | None = None) -> None
     import uvicorn
 
     http = engine.settings.http
-    config = uvicorn.Config(create_app(engine), host=host or http.host,
-                            port=http.port if port is None else port, log_level="info")
+    config = uvicorn.Config(
+        create_app(engine),
+        host=host or http.host,
+        port=http.port if port is None else port,
+        log_level="info",
+    )
     uvicorn.Server(config).run()
 
 

@@ -87,9 +87,15 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     503: {"model": Problem, "description": "No admin token configured, or the store is down."},
 }
 
-ScopePath = Annotated[str, Path(pattern=SCOPE_PATTERN, max_length=220,
-                                description="A scope key: ``user:<id>``, ``session:<id>``, "
-                                            "``template:<name>`` or ``process:<name>``.")]
+ScopePath = Annotated[
+    str,
+    Path(
+        pattern=SCOPE_PATTERN,
+        max_length=220,
+        description="A scope key: ``user:<id>``, ``session:<id>``, "
+        "``template:<name>`` or ``process:<name>``.",
+    ),
+]
 
 
 bearer = HTTPBearer(auto_error=False, description="the admin token (http.token_env)")
@@ -104,15 +110,19 @@ class TokenCheck:
         self.token_env = token_env
 
     def __call__(
-        self, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+        self,
+        creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     ) -> None:
         if not self.token:
-            raise HTTPException(503, f"admin API disabled: no token configured "
-                                     f"(set ${self.token_env} or http.token)")
+            raise HTTPException(
+                503,
+                f"admin API disabled: no token configured (set ${self.token_env} or http.token)",
+            )
         given = creds.credentials if creds else ""
         if not hmac.compare_digest(given.encode(), self.token.encode()):
-            raise HTTPException(401, "missing or wrong bearer token",
-                                headers={"WWW-Authenticate": "Bearer"})
+            raise HTTPException(
+                401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
+            )
 
 
 def memory_stores(engine: Any) -> list[Store]:
@@ -140,8 +150,11 @@ def create_app(engine: Any) -> FastAPI:
     """
     http = engine.settings.http
     token = admin_token(engine)
-    app = FastAPI(title="hookengine admin", version="1",
-                  description="Health, and what the memory hooks remember about a scope.")
+    app = FastAPI(
+        title="hookengine admin",
+        version="1",
+        description="Health, and what the memory hooks remember about a scope.",
+    )
     app.add_middleware(BodyLimit, max_bytes=http.max_body_bytes)
     authorize = TokenCheck(token, http.token_env)
 
@@ -160,8 +173,12 @@ def create_app(engine: Any) -> FastAPI:
         """Per agent: reload generation, hook versions, last reload error (file and line)."""
         return dict(engine.status())
 
-    @app.get("/v1/memory/{scope}", response_model=MemoryOut, responses=ERRORS,
-             dependencies=[Depends(authorize)])
+    @app.get(
+        "/v1/memory/{scope}",
+        response_model=MemoryOut,
+        responses=ERRORS,
+        dependencies=[Depends(authorize)],
+    )
     def read_memory(scope: ScopePath) -> MemoryOut:
         """Facts (with importance, stale and retired flags), the rolling summary, episodes."""
         views = [store.memory_view(scope) for store in memory_stores(engine)]
@@ -174,8 +191,12 @@ def create_app(engine: Any) -> FastAPI:
             episodes=[EpisodeOut(**e.as_data()) for v in views for e in v.episodes],
         )
 
-    @app.delete("/v1/memory/{scope}", response_model=ForgetOut, responses=ERRORS,
-                dependencies=[Depends(authorize)])
+    @app.delete(
+        "/v1/memory/{scope}",
+        response_model=ForgetOut,
+        responses=ERRORS,
+        dependencies=[Depends(authorize)],
+    )
     def forget_memory(scope: ScopePath) -> ForgetOut:
         """Forget everything remembered about a scope (a user's right to be forgotten)."""
         deleted = sum(store.memory_forget(scope) for store in memory_stores(engine))

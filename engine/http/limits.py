@@ -51,7 +51,14 @@ class BodyLimit:
 
     async def _refuse(self, send: Any) -> None:
         body = json.dumps({"detail": f"request body larger than {self.max_bytes} bytes"})
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body.encode()})

@@ -60,8 +60,11 @@ def _builders() -> dict[str, Builder]:
 def _optional_builders() -> dict[str, Builder]:
     """Kinds whose modules pull in heavier dependencies are imported only when used."""
     found: dict[str, Builder] = {}
-    for kind, module in (("faq_cache", "faq_cache"), ("memory", "memory"),
-                         ("script_hook", "script_hook")):
+    for kind, module in (
+        ("faq_cache", "faq_cache"),
+        ("memory", "memory"),
+        ("script_hook", "script_hook"),
+    ):
         found[kind] = _lazy(module)
     return found
 
@@ -75,8 +78,7 @@ def _lazy(module: str) -> Builder:
         except ModuleNotFoundError as exc:
             if exc.name != f"engine.kinds.{module}":
                 raise
-            raise NotImplementedError(f"kind {spec.kind!r} is not available in this build") \
-                from exc
+            raise NotImplementedError(f"kind {spec.kind!r} is not available in this build") from exc
         return mod.build(spec, env)  # type: ignore[no-any-return]
 
     return build

@@ -16,8 +16,10 @@ from engine.providers import Candidate, Judgement, JudgeTask, Providers
 from engine.store import FaqPair, Store
 from engine.text import dice, fill, terms
 
-DEFAULT_HINT = ("A similar question was answered before; use this answer if it fits.\n"
-                "Question: {{question}}\nAnswer: {{answer}}")
+DEFAULT_HINT = (
+    "A similar question was answered before; use this answer if it fits.\n"
+    "Question: {{question}}\nAnswer: {{answer}}"
+)
 HITS_KEPT = 1000
 """Turns remembered as cache hits (so after_turn does not store them again)."""
 
@@ -48,8 +50,11 @@ class FaqCacheHook(SpecHook):
     def lookup(self, event: dict[str, Any], ctx: HookContext) -> Any:
         question = event["question"]
         asked = terms(question)
-        pairs = self.store.faq_candidates(self.namespace(ctx), asked,
-                                          limit=self.config.max_candidates) if asked else []
+        pairs = (
+            self.store.faq_candidates(self.namespace(ctx), asked, limit=self.config.max_candidates)
+            if asked
+            else []
+        )
         if not pairs:
             return None
         verdict = self._judge(question, asked, pairs, ctx)
@@ -57,19 +62,21 @@ class FaqCacheHook(SpecHook):
         if hit is None:
             return None
         pair, confidence = hit
-        ctx.extras["hit"] = {"id": pair.id, "question": pair.question,
-                             "confidence": confidence}
+        ctx.extras["hit"] = {"id": pair.id, "question": pair.question, "confidence": confidence}
         self._note_hit(event, pair, ctx)
         return self._change(question, pair)
 
-    def _judge(self, question: str, asked: set[str], pairs: list[FaqPair],
-               ctx: HookContext) -> Judgement:
+    def _judge(
+        self, question: str, asked: set[str], pairs: list[FaqPair], ctx: HookContext
+    ) -> Judgement:
         candidates = tuple(Candidate(p.id, p.question, dice(asked, p.terms)) for p in pairs)
-        task = JudgeTask("faq", question, candidates, self.config.judge_instructions,
-                         self.config.judge_model)
+        task = JudgeTask(
+            "faq", question, candidates, self.config.judge_instructions, self.config.judge_model
+        )
         verdict = self.providers().judge(task, recorded=(ctx.replay or {}).get("judge"))
-        ctx.extras["candidates"] = [{"id": c.id, "question": c.text, "overlap": c.fallback}
-                                    for c in candidates]
+        ctx.extras["candidates"] = [
+            {"id": c.id, "question": c.text, "overlap": c.fallback} for c in candidates
+        ]
         ctx.extras["judge"] = verdict.call
         return verdict
 
@@ -93,8 +100,12 @@ class FaqCacheHook(SpecHook):
             if self.config.hit_notice:
                 change["notice"] = self.config.hit_notice
             return change
-        hint = fill(self.config.hint_template or DEFAULT_HINT, question=pair.question,
-                    answer=pair.answer, asked=question)
+        hint = fill(
+            self.config.hint_template or DEFAULT_HINT,
+            question=pair.question,
+            answer=pair.answer,
+            asked=question,
+        )
         return {"messages": [{"role": "system", "content": hint}]}
 
     # -- after_turn ------------------------------------------------------------------------
@@ -105,9 +116,14 @@ class FaqCacheHook(SpecHook):
             ctx.logs.append(f"not stored: {why_not}")
             return
         question, answer = event["question"].strip(), event["answer"].strip()
-        pair_id = self.store.faq_put(self.namespace(ctx), question, answer,
-                                     terms=terms(question), scope=ctx.scope_key,
-                                     time=event["time"])
+        pair_id = self.store.faq_put(
+            self.namespace(ctx),
+            question,
+            answer,
+            terms=terms(question),
+            scope=ctx.scope_key,
+            time=event["time"],
+        )
         ctx.extras["stored"] = pair_id
 
     def _why_not_store(self, event: dict[str, Any], ctx: HookContext) -> str | None:
@@ -128,8 +144,9 @@ class FaqCacheHook(SpecHook):
         return None
 
     def _is_cached(self, question: str, answer: str, ctx: HookContext) -> bool:
-        pairs = self.store.faq_candidates(self.namespace(ctx), terms(question),
-                                          limit=self.config.max_candidates)
+        pairs = self.store.faq_candidates(
+            self.namespace(ctx), terms(question), limit=self.config.max_candidates
+        )
         return any(p.answer.strip() == answer for p in pairs)
 
 
@@ -155,5 +172,4 @@ def _keep_last(hits: dict[str, int]) -> dict[str, int]:
 def build(spec: HookSpec, env: BuildEnv) -> FaqCacheHook:
     """Make a faq_cache hook: its store from ``db_url`` / ``db_path``, the engine's providers."""
     config: FaqCacheConfig = spec.config
-    return FaqCacheHook(spec, config, env.store_for(config.db_url, config.db_path),
-                        env.providers)
+    return FaqCacheHook(spec, config, env.store_for(config.db_url, config.db_path), env.providers)

@@ -31,8 +31,10 @@ from engine.providers import (
 from engine.store import Fact, FactEdit, MemoryUpdate, NewFact, Store
 from engine.text import coverage, fill, terms
 
-DEFAULT_TEMPLATE = ("What you remember about this user (use it when it helps; do not recite "
-                    "it unasked):\n{{memories}}")
+DEFAULT_TEMPLATE = (
+    "What you remember about this user (use it when it helps; do not recite "
+    "it unasked):\n{{memories}}"
+)
 WEAK_OVERLAP = 0.5
 """With ``backfill: false``, candidates covering less of the question than this are skipped."""
 KNOWN_SHOWN = 30
@@ -67,21 +69,23 @@ class MemoryHook(SpecHook):
         summary = self.store.memory_summary(scope)
         template = self.config.inject_template or DEFAULT_TEMPLATE
         if picked and event.get("turn_id") and ctx.replay is None:
-            self.store.memory_note_recall(scope, event["turn_id"], [f.id for f in picked],
-                                          event["time"])
+            self.store.memory_note_recall(
+                scope, event["turn_id"], [f.id for f in picked], event["time"]
+            )
         if not picked and not (summary and _shows_summary(template)):
             return None
-        change: dict[str, Any] = {"messages": [
-            {"role": "system", "content": render(template, picked, summary)}]}
+        change: dict[str, Any] = {
+            "messages": [{"role": "system", "content": render(template, picked, summary)}]
+        }
         if self.config.notice and picked:
             change["notice"] = fill(self.config.notice, count=str(len(picked)))
         return change
 
     def _pick(self, question: str, ctx: HookContext) -> list[Fact]:
         asked = terms(question)
-        facts = self.store.memory_candidates(ctx.scope_key, asked,
-                                             limit=self.config.max_candidates,
-                                             backfill=self.config.backfill)
+        facts = self.store.memory_candidates(
+            ctx.scope_key, asked, limit=self.config.max_candidates, backfill=self.config.backfill
+        )
         if not self.config.backfill:
             facts = [f for f in facts if coverage(asked, f.terms) >= WEAK_OVERLAP]
         verdict = self._judge(question, asked, facts, ctx)
@@ -91,15 +95,23 @@ class MemoryHook(SpecHook):
         ctx.extras["picked"] = [f.id for f in picked]
         return picked
 
-    def _judge(self, question: str, asked: set[str], facts: list[Fact],
-               ctx: HookContext) -> Judgement:
+    def _judge(
+        self, question: str, asked: set[str], facts: list[Fact], ctx: HookContext
+    ) -> Judgement:
         candidates = tuple(Candidate(f.id, f.text, coverage(asked, f.terms)) for f in facts)
         ctx.extras["candidates"] = [
-            {"id": f.id, "text": f.text, "overlap": round(c.fallback, 4),
-             "importance": f.importance, "updated_at": f.updated_at}
-            for f, c in zip(facts, candidates, strict=True)]
-        task = JudgeTask("memory", question, candidates, self.config.judge_instructions,
-                         self.config.judge_model)
+            {
+                "id": f.id,
+                "text": f.text,
+                "overlap": round(c.fallback, 4),
+                "importance": f.importance,
+                "updated_at": f.updated_at,
+            }
+            for f, c in zip(facts, candidates, strict=True)
+        ]
+        task = JudgeTask(
+            "memory", question, candidates, self.config.judge_instructions, self.config.judge_model
+        )
         verdict = self.providers().judge(task, recorded=(ctx.replay or {}).get("judge"))
         ctx.extras["judge"] = verdict.call
         return verdict
@@ -113,13 +125,19 @@ class MemoryHook(SpecHook):
             return
         rules, scope, time = self.config.store, ctx.scope_key, event["time"]
         question, answer = event["question"].strip(), event["answer"].strip()
-        self.store.memory_add_episode(scope, turn_id=event.get("turn_id"), question=question,
-                                      answer=answer, time=time,
-                                      keep=rules.max_episodes_per_scope)
+        self.store.memory_add_episode(
+            scope,
+            turn_id=event.get("turn_id"),
+            question=question,
+            answer=answer,
+            time=time,
+            keep=rules.max_episodes_per_scope,
+        )
         turns = self.store.memory_count_turn(scope, time)
         if turns % rules.memorize_every:
-            ctx.logs.append(f"memorizer runs every {rules.memorize_every} turns "
-                            f"(this is turn {turns})")
+            ctx.logs.append(
+                f"memorizer runs every {rules.memorize_every} turns (this is turn {turns})"
+            )
             return
         learned = self._learn(event, ctx)
         result = self.store.memory_apply(scope, self._update(learned, event))
@@ -142,13 +160,20 @@ class MemoryHook(SpecHook):
         question, answer = event["question"].strip(), event["answer"].strip()
         turns: list[tuple[str, str]] = []
         if rules.memorize_every > 1 and rules.max_episodes_per_scope > 0:
-            turns = [(e.question, e.answer)
-                     for e in self.store.memory_episodes(scope, limit=rules.memorize_every)]
+            turns = [
+                (e.question, e.answer)
+                for e in self.store.memory_episodes(scope, limit=rules.memorize_every)
+            ]
         if not turns or turns[-1] != (question, answer):
             turns.append((question, answer))
-        task = MemorizeTask(tuple(turns), self._known(scope, f"{question} {answer}"),
-                            self.store.memory_summary(scope), rules.summary_max_chars,
-                            rules.extractor_instructions, rules.memorizer_model)
+        task = MemorizeTask(
+            tuple(turns),
+            self._known(scope, f"{question} {answer}"),
+            self.store.memory_summary(scope),
+            rules.summary_max_chars,
+            rules.extractor_instructions,
+            rules.memorizer_model,
+        )
         learned = self.providers().memorize(task, recorded=(ctx.replay or {}).get("memorizer"))
         ctx.extras["memorizer"] = learned.call
         return learned
@@ -156,22 +181,39 @@ class MemoryHook(SpecHook):
     def _known(self, scope: str, text: str) -> tuple[KnownFact, ...]:
         """The facts the memorizer sees: every keyed one (contradictions are found by key)
         and the live facts nearest to the turn."""
-        near = self.store.memory_candidates(scope, terms(text), limit=KNOWN_SHOWN,
-                                            backfill=False)
+        near = self.store.memory_candidates(scope, terms(text), limit=KNOWN_SHOWN, backfill=False)
         keyed = self.store.memory_facts(scope, keyed=True, limit=self.config.max_memories_per_scope)
         seen: dict[int, Fact] = {f.id: f for f in [*keyed, *near]}
         return tuple(KnownFact(f.id, f.text, f.key, f.importance) for f in seen.values())
 
     def _update(self, learned: Memorization, event: dict[str, Any]) -> MemoryUpdate:
         turn = event.get("turn_id")
-        facts = tuple(NewFact(f.text, frozenset(terms(f.text) | terms(" ".join(f.keywords))),
-                              f.importance, f.key, f.supersedes, turn) for f in learned.facts)
-        edits = tuple(FactEdit(c.id, c.text, frozenset(terms(c.text)) if c.text else None,
-                               c.importance, c.stale) for c in learned.changes)
+        facts = tuple(
+            NewFact(
+                f.text,
+                frozenset(terms(f.text) | terms(" ".join(f.keywords))),
+                f.importance,
+                f.key,
+                f.supersedes,
+                turn,
+            )
+            for f in learned.facts
+        )
+        edits = tuple(
+            FactEdit(
+                c.id, c.text, frozenset(terms(c.text)) if c.text else None, c.importance, c.stale
+            )
+            for c in learned.changes
+        )
         keep_summary = self.config.store.summary_max_chars > 0
-        return MemoryUpdate(event["time"], facts, edits,
-                            learned.summary if keep_summary else None,
-                            self.config.dedup_threshold, self.config.max_memories_per_scope)
+        return MemoryUpdate(
+            event["time"],
+            facts,
+            edits,
+            learned.summary if keep_summary else None,
+            self.config.dedup_threshold,
+            self.config.max_memories_per_scope,
+        )
 
     # -- feedback --------------------------------------------------------------------------
 
@@ -198,12 +240,10 @@ def render(template: str, facts: list[Fact], summary: str) -> str:
         parts.append(f"Facts:\n{listed}")
     if summary:
         parts.append(f"Summary of earlier conversations:\n{summary}")
-    return fill(template, facts=listed, summaries=summary,
-                memories="\n\n".join(parts)).strip()
+    return fill(template, facts=listed, summaries=summary, memories="\n\n".join(parts)).strip()
 
 
 def build(spec: HookSpec, env: BuildEnv) -> MemoryHook:
     """Make a memory hook: its store from ``db_url`` / ``db_path``, the engine's providers."""
     config: MemoryConfig = spec.config
-    return MemoryHook(spec, config, env.store_for(config.db_url, config.db_path),
-                      env.providers)
+    return MemoryHook(spec, config, env.store_for(config.db_url, config.db_path), env.providers)

@@ -70,8 +70,9 @@ class Providers:
             return _fallback_judgement(self.offline.judge(task), exc)
         return self.offline.judge(task)
 
-    def memorize(self, task: MemorizeTask, *,
-                 recorded: Mapping[str, Any] | None = None) -> Memorization:
+    def memorize(
+        self, task: MemorizeTask, *, recorded: Mapping[str, Any] | None = None
+    ) -> Memorization:
         """Memorize ``task``'s turns; never raises for a provider's failure."""
         replayed = _replayable(recorded)
         try:
@@ -82,8 +83,9 @@ class Providers:
         except ProviderError as exc:
             result = self.offline.memorize(task)
             log.warning("memorizer fell back to offline: %s", exc)
-            return Memorization(result.facts, result.changes, result.summary, result.source,
-                                _fallback_call(exc))
+            return Memorization(
+                result.facts, result.changes, result.summary, result.source, _fallback_call(exc)
+            )
         return self.offline.memorize(task)
 
     def close(self) -> None:
@@ -111,9 +113,13 @@ def make_providers(settings: ProviderSettings, *, live: bool) -> Providers:
     for (``live``, e.g. ``hook_tool --live``), offline otherwise."""
     if not (live or settings.kind == "openai"):
         return Providers()
-    endpoint = Endpoint(base_url=settings.base_url, model=settings.model,
-                        api_key_env=settings.api_key_env, timeout_s=settings.timeout_s,
-                        max_tokens=settings.max_tokens)
+    endpoint = Endpoint(
+        base_url=settings.base_url,
+        model=settings.model,
+        api_key_env=settings.api_key_env,
+        timeout_s=settings.timeout_s,
+        max_tokens=settings.max_tokens,
+    )
     return Providers(OpenAIProvider(endpoint))
 
 

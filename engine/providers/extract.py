@@ -34,10 +34,18 @@ class Rule:
     """The statement withdraws a fact (``I no longer live in X``): the fact goes stale."""
 
 
-def _rule(pattern: str, template: str, key: str | None, keywords: str, importance: float,
-          *, stale: bool = False) -> Rule:
-    return Rule(re.compile(r"^\s*" + pattern), template, key, tuple(keywords.split()),
-                importance, stale)
+def _rule(
+    pattern: str,
+    template: str,
+    key: str | None,
+    keywords: str,
+    importance: float,
+    *,
+    stale: bool = False,
+) -> Rule:
+    return Rule(
+        re.compile(r"^\s*" + pattern), template, key, tuple(keywords.split()), importance, stale
+    )
 
 
 _CITY_RU = "где город живу жить живёт проживаю"
@@ -45,45 +53,116 @@ _CITY_EN = "where city town live home based"
 
 RULES: tuple[Rule, ...] = (
     # Russian
-    _rule(rf"(?i:я\s+)?(?i:больше\s+не\s+живу\s+(?:в|во))\s+{_PLACE}",
-          "Пользователь живёт в {v}", "city", _CITY_RU, 0.8, stale=True),
-    _rule(rf"(?i:меня\s+зовут|мо[её]\s+имя|зовите\s+меня)\s+{_NAME}",
-          "Пользователя зовут {v}", "name", "имя зовут звать", 0.9),
-    _rule(rf"(?i:я\s+)?(?i:живу|проживаю)\s+(?i:в|во)\s+{_PLACE}",
-          "Пользователь живёт в {v}", "city", _CITY_RU, 0.8),
-    _rule(rf"(?i:я\s+)?(?i:переехал[аи]?|перебрал[аи]?сь)\s+(?i:в|во)\s+{_PLACE}",
-          "Пользователь переехал в {v}", "city", _CITY_RU, 0.8),
-    _rule(rf"(?i:я\s+)?(?i:работаю)\s+{_REST}",
-          "Пользователь работает {v}", "job", "работа работаю профессия кем", 0.7),
-    _rule(r"(?i:мне)\s+(?P<v>\d{1,3})\s+(?i:год|года|лет)\b",
-          "Пользователю {v} лет", "age", "возраст лет сколько", 0.7),
-    _rule(rf"(?i:я\s+)?(?i:люблю|обожаю)\s+{_REST}",
-          "Пользователь любит {v}", None, "любит нравится люблю", 0.6),
-    _rule(rf"(?i:мне\s+нрав(?:ится|ятся))\s+{_REST}",
-          "Пользователю нравится {v}", None, "любит нравится люблю", 0.6),
-    _rule(rf"(?i:у\s+меня\s+есть)\s+{_REST}",
-          "У пользователя есть {v}", None, "есть", 0.5),
+    _rule(
+        rf"(?i:я\s+)?(?i:больше\s+не\s+живу\s+(?:в|во))\s+{_PLACE}",
+        "Пользователь живёт в {v}",
+        "city",
+        _CITY_RU,
+        0.8,
+        stale=True,
+    ),
+    _rule(
+        rf"(?i:меня\s+зовут|мо[её]\s+имя|зовите\s+меня)\s+{_NAME}",
+        "Пользователя зовут {v}",
+        "name",
+        "имя зовут звать",
+        0.9,
+    ),
+    _rule(
+        rf"(?i:я\s+)?(?i:живу|проживаю)\s+(?i:в|во)\s+{_PLACE}",
+        "Пользователь живёт в {v}",
+        "city",
+        _CITY_RU,
+        0.8,
+    ),
+    _rule(
+        rf"(?i:я\s+)?(?i:переехал[аи]?|перебрал[аи]?сь)\s+(?i:в|во)\s+{_PLACE}",
+        "Пользователь переехал в {v}",
+        "city",
+        _CITY_RU,
+        0.8,
+    ),
+    _rule(
+        rf"(?i:я\s+)?(?i:работаю)\s+{_REST}",
+        "Пользователь работает {v}",
+        "job",
+        "работа работаю профессия кем",
+        0.7,
+    ),
+    _rule(
+        r"(?i:мне)\s+(?P<v>\d{1,3})\s+(?i:год|года|лет)\b",
+        "Пользователю {v} лет",
+        "age",
+        "возраст лет сколько",
+        0.7,
+    ),
+    _rule(
+        rf"(?i:я\s+)?(?i:люблю|обожаю)\s+{_REST}",
+        "Пользователь любит {v}",
+        None,
+        "любит нравится люблю",
+        0.6,
+    ),
+    _rule(
+        rf"(?i:мне\s+нрав(?:ится|ятся))\s+{_REST}",
+        "Пользователю нравится {v}",
+        None,
+        "любит нравится люблю",
+        0.6,
+    ),
+    _rule(rf"(?i:у\s+меня\s+есть)\s+{_REST}", "У пользователя есть {v}", None, "есть", 0.5),
     # English
-    _rule(rf"(?i:i\s+(?:no\s+longer|don'?t)\s+live\s+in)\s+{_PLACE}(?i:\s+anymore)?",
-          "The user lives in {v}", "city", _CITY_EN, 0.8, stale=True),
-    _rule(rf"(?i:my\s+name\s+is|call\s+me|i'?m\s+called)\s+{_NAME}",
-          "The user's name is {v}", "name", "name called", 0.9),
-    _rule(rf"(?i:i\s+live\s+in)\s+{_PLACE}",
-          "The user lives in {v}", "city", _CITY_EN, 0.8),
-    _rule(rf"(?i:i\s+(?:have\s+)?(?:moved|relocated)\s+to)\s+{_PLACE}",
-          "The user moved to {v}", "city", _CITY_EN, 0.8),
-    _rule(rf"(?i:i\s+work\s+as)\s+{_REST}",
-          "The user works as {v}", "job", "work job profession", 0.7),
-    _rule(rf"(?i:i\s+work\s+(?:at|for))\s+{_REST}",
-          "The user works at {v}", "employer", "work job employer company", 0.7),
-    _rule(r"(?i:i\s+am|i'?m)\s+(?P<v>\d{1,3})\s+(?i:years?\s+old)",
-          "The user is {v} years old", "age", "age old", 0.7),
-    _rule(rf"(?i:i\s+(?:really\s+)?(?:like|love|enjoy))\s+{_REST}",
-          "The user likes {v}", None, "like likes love enjoy", 0.6),
-    _rule(rf"(?i:i\s+prefer)\s+{_REST}",
-          "The user prefers {v}", None, "prefer prefers", 0.6),
-    _rule(rf"(?i:i\s+have\s+(?:a|an|two|three))\s+{_REST}",
-          "The user has {v}", None, "has have", 0.5),
+    _rule(
+        rf"(?i:i\s+(?:no\s+longer|don'?t)\s+live\s+in)\s+{_PLACE}(?i:\s+anymore)?",
+        "The user lives in {v}",
+        "city",
+        _CITY_EN,
+        0.8,
+        stale=True,
+    ),
+    _rule(
+        rf"(?i:my\s+name\s+is|call\s+me|i'?m\s+called)\s+{_NAME}",
+        "The user's name is {v}",
+        "name",
+        "name called",
+        0.9,
+    ),
+    _rule(rf"(?i:i\s+live\s+in)\s+{_PLACE}", "The user lives in {v}", "city", _CITY_EN, 0.8),
+    _rule(
+        rf"(?i:i\s+(?:have\s+)?(?:moved|relocated)\s+to)\s+{_PLACE}",
+        "The user moved to {v}",
+        "city",
+        _CITY_EN,
+        0.8,
+    ),
+    _rule(
+        rf"(?i:i\s+work\s+as)\s+{_REST}", "The user works as {v}", "job", "work job profession", 0.7
+    ),
+    _rule(
+        rf"(?i:i\s+work\s+(?:at|for))\s+{_REST}",
+        "The user works at {v}",
+        "employer",
+        "work job employer company",
+        0.7,
+    ),
+    _rule(
+        r"(?i:i\s+am|i'?m)\s+(?P<v>\d{1,3})\s+(?i:years?\s+old)",
+        "The user is {v} years old",
+        "age",
+        "age old",
+        0.7,
+    ),
+    _rule(
+        rf"(?i:i\s+(?:really\s+)?(?:like|love|enjoy))\s+{_REST}",
+        "The user likes {v}",
+        None,
+        "like likes love enjoy",
+        0.6,
+    ),
+    _rule(rf"(?i:i\s+prefer)\s+{_REST}", "The user prefers {v}", None, "prefer prefers", 0.6),
+    _rule(
+        rf"(?i:i\s+have\s+(?:a|an|two|three))\s+{_REST}", "The user has {v}", None, "has have", 0.5
+    ),
 )
 
 _CLAUSES = re.compile(
@@ -139,5 +218,5 @@ def value_of(fact: KnownFact) -> str:
         if rule.key == fact.key:
             head = rule.template.split("{v}")[0]
             if fact.text.startswith(head):
-                return fact.text[len(head):]
+                return fact.text[len(head) :]
     return fact.text

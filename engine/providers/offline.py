@@ -35,8 +35,9 @@ class OfflineProvider:
                 else:
                     facts.append(_with_supersedes(found, task.known))
         summary = roll_summary(task.summary, task.turns, task.summary_max_chars)
-        return Memorization(tuple(facts), tuple(changes), summary, self.name,
-                            {"provider": self.name})
+        return Memorization(
+            tuple(facts), tuple(changes), summary, self.name, {"provider": self.name}
+        )
 
 
 def _with_supersedes(found: Statement, known: tuple[KnownFact, ...]) -> LearnedFact:
@@ -44,14 +45,18 @@ def _with_supersedes(found: Statement, known: tuple[KnownFact, ...]) -> LearnedF
     fact = found.fact
     if fact.key is None:
         return fact
-    old = tuple(k.id for k in known
-                if k.key == fact.key and not same_value(value_of(k), found.value))
+    old = tuple(
+        k.id for k in known if k.key == fact.key and not same_value(value_of(k), found.value)
+    )
     return LearnedFact(fact.text, fact.importance, fact.key, fact.keywords, old)
 
 
 def _withdrawn(found: Statement, known: tuple[KnownFact, ...]) -> list[FactChange]:
-    return [FactChange(k.id, stale=True) for k in known
-            if k.key == found.fact.key and same_value(value_of(k), found.value)]
+    return [
+        FactChange(k.id, stale=True)
+        for k in known
+        if k.key == found.fact.key and same_value(value_of(k), found.value)
+    ]
 
 
 def roll_summary(old: str, turns: tuple[tuple[str, str], ...], max_chars: int) -> str:
@@ -70,6 +75,6 @@ def roll_summary(old: str, turns: tuple[tuple[str, str], ...], max_chars: int) -
 def _line(question: str, answer: str) -> str:
     def clip(text: str) -> str:
         text = " ".join(text.split())
-        return text if len(text) <= SUMMARY_LINE_CHARS else text[:SUMMARY_LINE_CHARS - 1] + "…"
+        return text if len(text) <= SUMMARY_LINE_CHARS else text[: SUMMARY_LINE_CHARS - 1] + "…"
 
     return f"- {clip(question)} → {clip(answer)}"

@@ -32,9 +32,7 @@ MEMORY_JUDGE = (
     "You pick what an assistant should remember about the user before answering. For each "
     "remembered fact, say how confident you are (0..1) that it helps answer the message."
 )
-JUDGE_FORMAT = (
-    'Answer with JSON only: {"matches": [{"id": <candidate id>, "confidence": <0..1>}]}.'
-)
+JUDGE_FORMAT = 'Answer with JSON only: {"matches": [{"id": <candidate id>, "confidence": <0..1>}]}.'
 MEMORIZER = (
     "You keep long-term memory about a user. From the latest turns extract durable facts "
     "about the user (who they are, where they live, preferences, plans) worth remembering "
@@ -129,11 +127,18 @@ class OpenAIProvider:
         answer = _parse(call, _MemorizeAnswer)
         known = {k.id for k in task.known}
         facts = tuple(
-            LearnedFact(f.text, f.importance, f.key, tuple(f.keywords),
-                        tuple(i for i in f.supersedes if i in known))
-            for f in answer.facts)
-        changes = tuple(FactChange(c.id, c.text, c.importance, c.stale)
-                        for c in answer.changes if c.id in known)
+            LearnedFact(
+                f.text,
+                f.importance,
+                f.key,
+                tuple(f.keywords),
+                tuple(i for i in f.supersedes if i in known),
+            )
+            for f in answer.facts
+        )
+        changes = tuple(
+            FactChange(c.id, c.text, c.importance, c.stale) for c in answer.changes if c.id in known
+        )
         summary = answer.summary
         if summary is not None:
             summary = summary[: task.summary_max_chars]
@@ -143,8 +148,10 @@ class OpenAIProvider:
 
     def _judge_request(self, task: JudgeTask) -> dict[str, Any]:
         system = task.instructions.strip() or (FAQ_JUDGE if task.kind == "faq" else MEMORY_JUDGE)
-        user = {"question": task.question,
-                "candidates": [{"id": c.id, "text": c.text} for c in task.candidates]}
+        user = {
+            "question": task.question,
+            "candidates": [{"id": c.id, "text": c.text} for c in task.candidates],
+        }
         return self._body(task.model, f"{system}\n\n{JUDGE_FORMAT}", user)
 
     def _memorize_request(self, task: MemorizeTask) -> dict[str, Any]:
@@ -152,8 +159,9 @@ class OpenAIProvider:
         fmt = MEMORIZE_FORMAT.replace("{max}", str(task.summary_max_chars))
         user = {
             "turns": [{"user": q, "assistant": a} for q, a in task.turns],
-            "known_facts": [{"id": k.id, "text": k.text, "importance": k.importance}
-                            for k in task.known],
+            "known_facts": [
+                {"id": k.id, "text": k.text, "importance": k.importance} for k in task.known
+            ],
             "summary": task.summary,
         }
         return self._body(task.model, f"{system}\n\n{fmt}", user)
@@ -161,8 +169,10 @@ class OpenAIProvider:
     def _body(self, model: str, system: str, user: dict[str, Any]) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": model or self.endpoint.model,
-            "messages": [{"role": "system", "content": system},
-                         {"role": "user", "content": json.dumps(user, ensure_ascii=False)}],
+            "messages": [
+                {"role": "system", "content": system},
+                {"role": "user", "content": json.dumps(user, ensure_ascii=False)},
+            ],
             "max_tokens": self.endpoint.max_tokens,
             "temperature": 0,
         }
@@ -179,8 +189,11 @@ class OpenAIProvider:
             ProviderError: timeout, connection or HTTP error, or a body that is not a chat
                 completion. ``.call`` holds what was sent.
         """
-        call: dict[str, Any] = {"provider": self.name, "model": request["model"],
-                                "request": request}
+        call: dict[str, Any] = {
+            "provider": self.name,
+            "model": request["model"],
+            "request": request,
+        }
         started = time.perf_counter()
         try:
             data = self._post(request)
@@ -196,15 +209,13 @@ class OpenAIProvider:
             call["finish_reason"] = choice.get("finish_reason")
         except (KeyError, IndexError, TypeError) as exc:
             call["error"] = "not a chat completion"
-            raise ProviderError("malformed response: not a chat completion", call=call) \
-                from exc
+            raise ProviderError("malformed response: not a chat completion", call=call) from exc
         return call
 
     def _post(self, request: dict[str, Any]) -> dict[str, Any]:
         url = self.endpoint.base_url.rstrip("/") + "/chat/completions"
         try:
-            with httpx.Client(timeout=self.endpoint.timeout_s,
-                              transport=self._transport) as client:
+            with httpx.Client(timeout=self.endpoint.timeout_s, transport=self._transport) as client:
                 response = client.post(url, json=request, headers=self._headers())
                 response.raise_for_status()
                 data = response.json()
@@ -232,6 +243,9 @@ def _parse(call: dict[str, Any], model: type[BaseModel]) -> Any:
     try:
         return model.model_validate(json.loads(_FENCE.sub("", content)))
     except (ValueError, ValidationError) as exc:
-        why = "truncated at max_tokens" if call.get("finish_reason") == "length" \
+        why = (
+            "truncated at max_tokens"
+            if call.get("finish_reason") == "length"
             else "not the JSON asked for"
+        )
         raise ProviderError(f"malformed answer: {why}", call=call) from exc

@@ -49,13 +49,20 @@ class Store(Protocol):
 
     # -- FAQ pairs -------------------------------------------------------------------------
 
-    def faq_put(self, namespace: str, question: str, answer: str, *, terms: Iterable[str],
-                scope: str, time: str) -> int:
+    def faq_put(
+        self,
+        namespace: str,
+        question: str,
+        answer: str,
+        *,
+        terms: Iterable[str],
+        scope: str,
+        time: str,
+    ) -> int:
         """Store a pair (the same question again replaces the answer); return its id."""
         ...
 
-    def faq_candidates(self, namespace: str, terms: Iterable[str], *,
-                       limit: int) -> list[FaqPair]:
+    def faq_candidates(self, namespace: str, terms: Iterable[str], *, limit: int) -> list[FaqPair]:
         """Pairs sharing terms with a question, most shared first."""
         ...
 
@@ -69,18 +76,21 @@ class Store(Protocol):
 
     # -- memory ----------------------------------------------------------------------------
 
-    def memory_candidates(self, scope: str, lookup: Iterable[str], *, limit: int,
-                          backfill: bool = True) -> list[Fact]:
+    def memory_candidates(
+        self, scope: str, lookup: Iterable[str], *, limit: int, backfill: bool = True
+    ) -> list[Fact]:
         """Live facts ranked by shared terms → importance → recency (backfilled to limit)."""
         ...
 
-    def memory_facts(self, scope: str, *, live_only: bool = True, keyed: bool = False,
-                     limit: int | None = None) -> list[Fact]:
+    def memory_facts(
+        self, scope: str, *, live_only: bool = True, keyed: bool = False, limit: int | None = None
+    ) -> list[Fact]:
         """A scope's facts, most important and recent first."""
         ...
 
-    def memory_note_recall(self, scope: str, turn_id: str | None, fact_ids: Sequence[int],
-                           time: str) -> None:
+    def memory_note_recall(
+        self, scope: str, turn_id: str | None, fact_ids: Sequence[int], time: str
+    ) -> None:
         """Remember which facts a turn recalled."""
         ...
 
@@ -88,8 +98,9 @@ class Store(Protocol):
         """Ids of the facts recalled in a turn."""
         ...
 
-    def memory_adjust(self, scope: str, fact_ids: Sequence[int], delta: float,
-                      time: str) -> list[Fact]:
+    def memory_adjust(
+        self, scope: str, fact_ids: Sequence[int], delta: float, time: str
+    ) -> list[Fact]:
         """Change facts' importance by ``delta`` (within 0..1)."""
         ...
 
@@ -105,8 +116,9 @@ class Store(Protocol):
         """The rolling summary ("" if none)."""
         ...
 
-    def memory_add_episode(self, scope: str, *, turn_id: str | None, question: str,
-                           answer: str, time: str, keep: int) -> None:
+    def memory_add_episode(
+        self, scope: str, *, turn_id: str | None, question: str, answer: str, time: str, keep: int
+    ) -> None:
         """Keep a turn as an episode (the newest ``keep`` stay)."""
         ...
 

@@ -93,8 +93,10 @@ class Database:
     def lock_scope(self, conn: sa.Connection, scope: str) -> None:
         """Serialize writers of one scope (SQLite's BEGIN IMMEDIATE already serializes all)."""
         if not self.is_sqlite:
-            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:cls, hashtext(:scope))"),
-                         {"cls": _SCOPE_LOCKS, "scope": scope})
+            conn.execute(
+                sa.text("SELECT pg_advisory_xact_lock(:cls, hashtext(:scope))"),
+                {"cls": _SCOPE_LOCKS, "scope": scope},
+            )
 
     def _read(self, fn: Callable[[sa.Connection], T]) -> T:
         try:

@@ -42,12 +42,22 @@ _RANK = (_F.c.importance.desc(), _F.c.updated_at.desc(), _F.c.id.desc())
 
 def _fact(row: Any, overlap: int = 0) -> Fact:
     return Fact(
-        id=row.id, scope=row.scope, text=row.text, importance=float(row.importance),
-        terms=frozenset(row.terms.split()), key=row.key, stale=bool(row.stale),
-        retired=bool(row.retired), superseded_by=row.superseded_by,
-        supersedes=tuple(json.loads(row.supersedes or "[]")), turn_id=row.turn_id,
-        created_at=row.created_at, updated_at=row.updated_at,
-        last_recalled_at=row.last_recalled_at, recall_count=row.recall_count, overlap=overlap,
+        id=row.id,
+        scope=row.scope,
+        text=row.text,
+        importance=float(row.importance),
+        terms=frozenset(row.terms.split()),
+        key=row.key,
+        stale=bool(row.stale),
+        retired=bool(row.retired),
+        superseded_by=row.superseded_by,
+        supersedes=tuple(json.loads(row.supersedes or "[]")),
+        turn_id=row.turn_id,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        last_recalled_at=row.last_recalled_at,
+        recall_count=row.recall_count,
+        overlap=overlap,
     )
 
 
@@ -60,8 +70,9 @@ class MemoryTables(Database):
 
     # -- recall ----------------------------------------------------------------------------
 
-    def memory_candidates(self, scope: str, lookup: Iterable[str], *, limit: int,
-                          backfill: bool = True) -> list[Fact]:
+    def memory_candidates(
+        self, scope: str, lookup: Iterable[str], *, limit: int, backfill: bool = True
+    ) -> list[Fact]:
         """Live facts ranked by shared terms → importance → recency.
 
         With ``backfill``, fill up to ``limit`` with the most important recent facts that
@@ -77,30 +88,38 @@ class MemoryTables(Database):
 
         return self._read(find)
 
-    def _overlapping(self, conn: sa.Connection, scope: str, words: list[str],
-                     limit: int) -> list[Fact]:
+    def _overlapping(
+        self, conn: sa.Connection, scope: str, words: list[str], limit: int
+    ) -> list[Fact]:
         w = fact_terms_table
         overlap = sa.func.count(w.c.term).label("overlap")
-        hits = (sa.select(w.c.fact_id, overlap)
-                .where(w.c.scope == scope, w.c.term.in_(words))
-                .group_by(w.c.fact_id).subquery())
+        hits = (
+            sa.select(w.c.fact_id, overlap)
+            .where(w.c.scope == scope, w.c.term.in_(words))
+            .group_by(w.c.fact_id)
+            .subquery()
+        )
         # The scope test is written so no index can serve it: the planner must then join the
         # hits to facts by primary key. Offered the scope index, PostgreSQL with stale
         # statistics (right after a bulk write) scans every fact of the scope once per hit.
-        stmt = (sa.select(_F, hits.c.overlap).join(hits, hits.c.fact_id == _F.c.id)
-                .where(sa.func.coalesce(_F.c.scope, "") == scope, _LIVE)
-                .order_by(hits.c.overlap.desc(), *_RANK).limit(limit))
+        stmt = (
+            sa.select(_F, hits.c.overlap)
+            .join(hits, hits.c.fact_id == _F.c.id)
+            .where(sa.func.coalesce(_F.c.scope, "") == scope, _LIVE)
+            .order_by(hits.c.overlap.desc(), *_RANK)
+            .limit(limit)
+        )
         return [_fact(r, r.overlap) for r in conn.execute(stmt)]
 
-    def _backfill(self, conn: sa.Connection, scope: str, skip: list[int],
-                  limit: int) -> list[Fact]:
+    def _backfill(self, conn: sa.Connection, scope: str, skip: list[int], limit: int) -> list[Fact]:
         stmt = sa.select(_F).where(_F.c.scope == scope, _LIVE)
         if skip:
             stmt = stmt.where(_F.c.id.not_in(skip))
         return [_fact(r) for r in conn.execute(stmt.order_by(*_RANK).limit(limit))]
 
-    def memory_facts(self, scope: str, *, live_only: bool = True, keyed: bool = False,
-                     limit: int | None = None) -> list[Fact]:
+    def memory_facts(
+        self, scope: str, *, live_only: bool = True, keyed: bool = False, limit: int | None = None
+    ) -> list[Fact]:
         """A scope's facts, most important and recent first (all of them unless live_only;
         only those with a ``key`` when keyed)."""
         stmt = sa.select(_F).where(_F.c.scope == scope)
@@ -111,48 +130,65 @@ class MemoryTables(Database):
         stmt = stmt.order_by(*_RANK).limit(limit)
         return self._read(lambda conn: [_fact(r) for r in conn.execute(stmt)])
 
-    def memory_note_recall(self, scope: str, turn_id: str | None, fact_ids: Sequence[int],
-                           time: str) -> None:
+    def memory_note_recall(
+        self, scope: str, turn_id: str | None, fact_ids: Sequence[int], time: str
+    ) -> None:
         """Remember which facts a turn recalled (feedback on the turn adjusts them)."""
         if not fact_ids:
             return
 
         def note(conn: sa.Connection) -> None:
-            conn.execute(_F.update().where(_F.c.scope == scope, _F.c.id.in_(fact_ids))
-                         .values(last_recalled_at=time, recall_count=_F.c.recall_count + 1))
+            conn.execute(
+                _F.update()
+                .where(_F.c.scope == scope, _F.c.id.in_(fact_ids))
+                .values(last_recalled_at=time, recall_count=_F.c.recall_count + 1)
+            )
             if turn_id:
-                conn.execute(recalls_table.insert(), [
-                    {"scope": scope, "turn_id": turn_id, "fact_id": i, "time": time}
-                    for i in fact_ids])
+                conn.execute(
+                    recalls_table.insert(),
+                    [
+                        {"scope": scope, "turn_id": turn_id, "fact_id": i, "time": time}
+                        for i in fact_ids
+                    ],
+                )
                 self._prune_recalls(conn, scope)
 
         self._write(note)
 
     def _prune_recalls(self, conn: sa.Connection, scope: str) -> None:
         r = recalls_table
-        cutoff = conn.execute(sa.select(r.c.id).where(r.c.scope == scope)
-                              .order_by(r.c.id.desc()).offset(RECALLS_KEPT).limit(1)).scalar()
+        cutoff = conn.execute(
+            sa.select(r.c.id)
+            .where(r.c.scope == scope)
+            .order_by(r.c.id.desc())
+            .offset(RECALLS_KEPT)
+            .limit(1)
+        ).scalar()
         if cutoff is not None:
             conn.execute(r.delete().where(r.c.scope == scope, r.c.id <= cutoff))
 
     def memory_recalled(self, scope: str, turn_id: str) -> list[int]:
         """Ids of the facts recalled in a turn of this scope."""
         r = recalls_table
-        stmt = (sa.select(r.c.fact_id).where(r.c.scope == scope, r.c.turn_id == turn_id)
-                .distinct())
+        stmt = sa.select(r.c.fact_id).where(r.c.scope == scope, r.c.turn_id == turn_id).distinct()
         return sorted(self._read(lambda conn: list(conn.execute(stmt).scalars())))
 
-    def memory_adjust(self, scope: str, fact_ids: Sequence[int], delta: float,
-                      time: str) -> list[Fact]:
+    def memory_adjust(
+        self, scope: str, fact_ids: Sequence[int], delta: float, time: str
+    ) -> list[Fact]:
         """Add ``delta`` to the importance of facts (kept within 0..1); return them changed."""
 
         def adjust(conn: sa.Connection) -> list[Fact]:
             self.lock_scope(conn, scope)
-            rows = conn.execute(sa.select(_F).where(_F.c.scope == scope,
-                                                    _F.c.id.in_(fact_ids))).all()
+            rows = conn.execute(
+                sa.select(_F).where(_F.c.scope == scope, _F.c.id.in_(fact_ids))
+            ).all()
             for row in rows:
-                conn.execute(_F.update().where(_F.c.id == row.id).values(
-                    importance=_clamp(row.importance + delta), updated_at=time))
+                conn.execute(
+                    _F.update()
+                    .where(_F.c.id == row.id)
+                    .values(importance=_clamp(row.importance + delta), updated_at=time)
+                )
             ids = [row.id for row in rows]
             return [_fact(r) for r in conn.execute(sa.select(_F).where(_F.c.id.in_(ids)))]
 
@@ -195,8 +231,9 @@ class MemoryTables(Database):
             if update.summary is not None:
                 self._set_summary(conn, scope, update.summary, update.time)
             dropped = self._cap(conn, scope, update.max_facts)
-            return MemoryResult(tuple(added), tuple(dups), tuple(retired), tuple(edited),
-                                tuple(dropped))
+            return MemoryResult(
+                tuple(added), tuple(dups), tuple(retired), tuple(edited), tuple(dropped)
+            )
 
         return self._write(apply)
 
@@ -208,25 +245,33 @@ class MemoryTables(Database):
             values["importance"] = _clamp(edit.importance)
         if edit.stale is not None:
             values["stale"] = edit.stale
-        done = conn.execute(_F.update().where(_F.c.scope == scope, _F.c.id == edit.id,
-                                              _F.c.retired.is_(False)).values(**values))
+        done = conn.execute(
+            _F.update()
+            .where(_F.c.scope == scope, _F.c.id == edit.id, _F.c.retired.is_(False))
+            .values(**values)
+        )
         if done.rowcount and edit.terms is not None:
             self._index(conn, scope, edit.id, edit.terms, replace=True)
-            conn.execute(_F.update().where(_F.c.id == edit.id)
-                         .values(terms=" ".join(clip_terms(edit.terms))))
+            conn.execute(
+                _F.update().where(_F.c.id == edit.id).values(terms=" ".join(clip_terms(edit.terms)))
+            )
         return bool(done.rowcount)
 
-    def _duplicate_of(self, conn: sa.Connection, scope: str, new: NewFact,
-                      threshold: float) -> int | None:
+    def _duplicate_of(
+        self, conn: sa.Connection, scope: str, new: NewFact, threshold: float
+    ) -> int | None:
         mine = terms(new.text)
         if threshold <= 0 or not mine:
             return None
         w = fact_terms_table
-        near = sa.select(w.c.fact_id).where(w.c.scope == scope,
-                                            w.c.term.in_(clip_terms(mine)))
-        rows = conn.execute(sa.select(_F.c.id, _F.c.text).where(  # see _overlapping
-            sa.func.coalesce(_F.c.scope, "") == scope, _F.c.retired.is_(False),
-            _F.c.id.in_(near))).all()
+        near = sa.select(w.c.fact_id).where(w.c.scope == scope, w.c.term.in_(clip_terms(mine)))
+        rows = conn.execute(
+            sa.select(_F.c.id, _F.c.text).where(  # see _overlapping
+                sa.func.coalesce(_F.c.scope, "") == scope,
+                _F.c.retired.is_(False),
+                _F.c.id.in_(near),
+            )
+        ).all()
         best: tuple[float, int] | None = None
         for row in rows:
             if row.id in new.supersedes:
@@ -237,24 +282,50 @@ class MemoryTables(Database):
         return best[1] if best else None
 
     def _refresh(self, conn: sa.Connection, fact_id: int, new: NewFact, time: str) -> None:
-        conn.execute(_F.update().where(_F.c.id == fact_id).values(
-            importance=sa.func.max(_F.c.importance, new.importance)
-            if self.is_sqlite else sa.func.greatest(_F.c.importance, new.importance),
-            stale=False, updated_at=time))
+        conn.execute(
+            _F.update()
+            .where(_F.c.id == fact_id)
+            .values(
+                importance=sa.func.max(_F.c.importance, new.importance)
+                if self.is_sqlite
+                else sa.func.greatest(_F.c.importance, new.importance),
+                stale=False,
+                updated_at=time,
+            )
+        )
 
     def _insert(self, conn: sa.Connection, scope: str, new: NewFact, time: str) -> int:
         words = clip_terms(new.terms)
-        fact_id = int(conn.execute(_F.insert().values(
-            scope=scope, text=new.text, key=new.key, terms=" ".join(words),
-            importance=_clamp(new.importance), stale=False, retired=False,
-            supersedes=json.dumps(list(new.supersedes)), turn_id=new.turn_id,
-            created_at=time, updated_at=time, recall_count=0,
-        )).inserted_primary_key[0])
+        fact_id = int(
+            conn.execute(
+                _F.insert().values(
+                    scope=scope,
+                    text=new.text,
+                    key=new.key,
+                    terms=" ".join(words),
+                    importance=_clamp(new.importance),
+                    stale=False,
+                    retired=False,
+                    supersedes=json.dumps(list(new.supersedes)),
+                    turn_id=new.turn_id,
+                    created_at=time,
+                    updated_at=time,
+                    recall_count=0,
+                )
+            ).inserted_primary_key[0]
+        )
         self._index(conn, scope, fact_id, words)
         return fact_id
 
-    def _index(self, conn: sa.Connection, scope: str, fact_id: int, words: Iterable[str],
-               *, replace: bool = False) -> None:
+    def _index(
+        self,
+        conn: sa.Connection,
+        scope: str,
+        fact_id: int,
+        words: Iterable[str],
+        *,
+        replace: bool = False,
+    ) -> None:
         w = fact_terms_table
         if replace:
             conn.execute(w.delete().where(w.c.fact_id == fact_id))
@@ -262,38 +333,51 @@ class MemoryTables(Database):
         if rows:
             conn.execute(w.insert(), rows)
 
-    def _retire(self, conn: sa.Connection, scope: str, ids: Sequence[int], by: int,
-                time: str) -> list[int]:
+    def _retire(
+        self, conn: sa.Connection, scope: str, ids: Sequence[int], by: int, time: str
+    ) -> list[int]:
         if not ids:
             return []
         where = (_F.c.scope == scope) & _F.c.id.in_(ids) & _F.c.retired.is_(False)
         found = list(conn.execute(sa.select(_F.c.id).where(where)).scalars())
-        conn.execute(_F.update().where(where).values(retired=True, superseded_by=by,
-                                                     updated_at=time))
+        conn.execute(
+            _F.update().where(where).values(retired=True, superseded_by=by, updated_at=time)
+        )
         return found
 
     def _set_summary(self, conn: sa.Connection, scope: str, text: str, time: str) -> None:
         s = summaries_table
-        done = conn.execute(s.update().where(s.c.scope == scope)
-                            .values(text=text, updated_at=time))
+        done = conn.execute(s.update().where(s.c.scope == scope).values(text=text, updated_at=time))
         if not done.rowcount:
             conn.execute(s.insert().values(scope=scope, text=text, turns=0, updated_at=time))
 
     def _cap(self, conn: sa.Connection, scope: str, keep: int) -> list[int]:
-        order = (_F.c.retired.desc(), _F.c.stale.desc(), _F.c.importance.asc(),
-                 _F.c.updated_at.asc(), _F.c.id.asc())
-        total = conn.execute(sa.select(sa.func.count()).select_from(_F)
-                             .where(_F.c.scope == scope)).scalar() or 0
+        order = (
+            _F.c.retired.desc(),
+            _F.c.stale.desc(),
+            _F.c.importance.asc(),
+            _F.c.updated_at.asc(),
+            _F.c.id.asc(),
+        )
+        total = (
+            conn.execute(
+                sa.select(sa.func.count()).select_from(_F).where(_F.c.scope == scope)
+            ).scalar()
+            or 0
+        )
         if total <= keep:
             return []
-        ids = list(conn.execute(sa.select(_F.c.id).where(_F.c.scope == scope)
-                                .order_by(*order).limit(total - keep)).scalars())
+        ids = list(
+            conn.execute(
+                sa.select(_F.c.id).where(_F.c.scope == scope).order_by(*order).limit(total - keep)
+            ).scalars()
+        )
         self._delete_facts(conn, ids)
         return ids
 
     def _delete_facts(self, conn: sa.Connection, ids: list[int]) -> None:
         for chunk in range(0, len(ids), 500):
-            part = ids[chunk:chunk + 500]
+            part = ids[chunk : chunk + 500]
             conn.execute(fact_terms_table.delete().where(fact_terms_table.c.fact_id.in_(part)))
             conn.execute(recalls_table.delete().where(recalls_table.c.fact_id.in_(part)))
             conn.execute(_F.delete().where(_F.c.id.in_(part)))
@@ -306,17 +390,26 @@ class MemoryTables(Database):
         stmt = sa.select(s.c.text).where(s.c.scope == scope)
         return str(self._read(lambda conn: conn.execute(stmt).scalar()) or "")
 
-    def memory_add_episode(self, scope: str, *, turn_id: str | None, question: str,
-                           answer: str, time: str, keep: int) -> None:
+    def memory_add_episode(
+        self, scope: str, *, turn_id: str | None, question: str, answer: str, time: str, keep: int
+    ) -> None:
         """Keep a turn as an episode; only the newest ``keep`` episodes of a scope stay."""
         e = episodes_table
 
         def add(conn: sa.Connection) -> None:
             if keep > 0:
-                conn.execute(e.insert().values(scope=scope, turn_id=turn_id, question=question,
-                                               answer=answer, time=time))
-            cutoff = conn.execute(sa.select(e.c.id).where(e.c.scope == scope)
-                                  .order_by(e.c.id.desc()).offset(keep).limit(1)).scalar()
+                conn.execute(
+                    e.insert().values(
+                        scope=scope, turn_id=turn_id, question=question, answer=answer, time=time
+                    )
+                )
+            cutoff = conn.execute(
+                sa.select(e.c.id)
+                .where(e.c.scope == scope)
+                .order_by(e.c.id.desc())
+                .offset(keep)
+                .limit(1)
+            ).scalar()
             if cutoff is not None:
                 conn.execute(e.delete().where(e.c.scope == scope, e.c.id <= cutoff))
 
@@ -325,15 +418,23 @@ class MemoryTables(Database):
     def memory_episodes(self, scope: str, *, limit: int = 50) -> list[Episode]:
         """The newest episodes of a scope, oldest first."""
         e = episodes_table
-        stmt = (sa.select(e.c.id, e.c.turn_id, e.c.question, e.c.answer, e.c.time)
-                .where(e.c.scope == scope).order_by(e.c.id.desc()).limit(limit))
+        stmt = (
+            sa.select(e.c.id, e.c.turn_id, e.c.question, e.c.answer, e.c.time)
+            .where(e.c.scope == scope)
+            .order_by(e.c.id.desc())
+            .limit(limit)
+        )
         rows = self._read(lambda conn: conn.execute(stmt).all())
         return [Episode(r.id, r.turn_id, r.question, r.answer, r.time) for r in reversed(rows)]
 
     def memory_view(self, scope: str) -> MemoryView:
         """Everything kept about a scope: all facts (retired and stale too), summary, episodes."""
-        return MemoryView(scope, self.memory_facts(scope, live_only=False),
-                          self.memory_summary(scope), self.memory_episodes(scope, limit=10_000))
+        return MemoryView(
+            scope,
+            self.memory_facts(scope, live_only=False),
+            self.memory_summary(scope),
+            self.memory_episodes(scope, limit=10_000),
+        )
 
     def memory_forget(self, scope: str) -> int:
         """Delete everything kept about a scope; returns how many rows went."""
@@ -341,8 +442,13 @@ class MemoryTables(Database):
         def forget(conn: sa.Connection) -> int:
             self.lock_scope(conn, scope)
             gone = 0
-            for table in (fact_terms_table, recalls_table, facts_table, episodes_table,
-                          summaries_table):
+            for table in (
+                fact_terms_table,
+                recalls_table,
+                facts_table,
+                episodes_table,
+                summaries_table,
+            ):
                 gone += conn.execute(table.delete().where(table.c.scope == scope)).rowcount
             return gone
 

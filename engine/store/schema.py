@@ -16,7 +16,8 @@ SCHEMA_VERSION = 2
 metadata = sa.MetaData()
 
 meta_table = sa.Table(
-    "hookengine_meta", metadata,
+    "hookengine_meta",
+    metadata,
     sa.Column("key", sa.String(64), primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
 )
@@ -24,7 +25,8 @@ meta_table = sa.Table(
 # -- version 1: records and script state ------------------------------------------------------
 
 records_table = sa.Table(
-    "records", metadata,
+    "records",
+    metadata,
     sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("id", sa.String(40), nullable=False, unique=True),
     sa.Column("time", sa.String(40), nullable=False, index=True),
@@ -36,7 +38,8 @@ records_table = sa.Table(
 )
 
 state_table = sa.Table(
-    "script_state", metadata,
+    "script_state",
+    metadata,
     sa.Column("hook", sa.String(200), primary_key=True),
     sa.Column("scope", sa.String(300), primary_key=True),
     sa.Column("key", sa.String(200), primary_key=True),
@@ -46,7 +49,8 @@ state_table = sa.Table(
 # -- version 2: FAQ pairs and memory -----------------------------------------------------------
 
 faq_table = sa.Table(
-    "faq_pairs", metadata,
+    "faq_pairs",
+    metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("namespace", sa.String(200), nullable=False),
     sa.Column("question_key", sa.String(64), nullable=False),
@@ -62,7 +66,8 @@ faq_table = sa.Table(
 )
 
 faq_terms_table = sa.Table(
-    "faq_terms", metadata,
+    "faq_terms",
+    metadata,
     sa.Column("pair_id", sa.Integer, primary_key=True),
     sa.Column("term", sa.String(100), primary_key=True),
     sa.Column("namespace", sa.String(200), nullable=False),
@@ -70,7 +75,8 @@ faq_terms_table = sa.Table(
 )
 
 facts_table = sa.Table(
-    "memory_facts", metadata,
+    "memory_facts",
+    metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("scope", sa.String(300), nullable=False),
     sa.Column("text", sa.Text, nullable=False),
@@ -90,7 +96,8 @@ facts_table = sa.Table(
 )
 
 fact_terms_table = sa.Table(
-    "memory_terms", metadata,
+    "memory_terms",
+    metadata,
     sa.Column("fact_id", sa.Integer, primary_key=True),
     sa.Column("term", sa.String(100), primary_key=True),
     sa.Column("scope", sa.String(300), nullable=False),
@@ -98,7 +105,8 @@ fact_terms_table = sa.Table(
 )
 
 summaries_table = sa.Table(
-    "memory_summaries", metadata,
+    "memory_summaries",
+    metadata,
     sa.Column("scope", sa.String(300), primary_key=True),
     sa.Column("text", sa.Text, nullable=False, default=""),
     sa.Column("turns", sa.Integer, nullable=False, default=0),
@@ -106,7 +114,8 @@ summaries_table = sa.Table(
 )
 
 episodes_table = sa.Table(
-    "memory_episodes", metadata,
+    "memory_episodes",
+    metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("scope", sa.String(300), nullable=False, index=True),
     sa.Column("turn_id", sa.String(64)),
@@ -116,7 +125,8 @@ episodes_table = sa.Table(
 )
 
 recalls_table = sa.Table(
-    "memory_recalls", metadata,
+    "memory_recalls",
+    metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("scope", sa.String(300), nullable=False),
     sa.Column("turn_id", sa.String(64), nullable=False),
@@ -127,8 +137,15 @@ recalls_table = sa.Table(
 
 MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     1: (records_table, state_table),
-    2: (faq_table, faq_terms_table, facts_table, fact_terms_table, summaries_table,
-        episodes_table, recalls_table),
+    2: (
+        faq_table,
+        faq_terms_table,
+        facts_table,
+        fact_terms_table,
+        summaries_table,
+        episodes_table,
+        recalls_table,
+    ),
 }
 """The tables each schema version added, in creation order."""
 
@@ -155,8 +172,11 @@ def migrate(conn: sa.Connection, *, shown: str) -> int:
     if found == 0:
         conn.execute(meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
     elif found < SCHEMA_VERSION:
-        conn.execute(meta_table.update().where(meta_table.c.key == "schema_version")
-                     .values(value=str(SCHEMA_VERSION)))
+        conn.execute(
+            meta_table.update()
+            .where(meta_table.c.key == "schema_version")
+            .values(value=str(SCHEMA_VERSION))
+        )
     return found
 
 

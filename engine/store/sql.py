@@ -24,13 +24,17 @@ class SqlStore(FaqTables, MemoryTables):
     def add_records(self, records: list[Record]) -> None:
         if not records:
             return
-        rows = [(r.id, r.time, r.agent, r.point, r.scope_key, r.generation, r.model_dump_json())
-                for r in records]
+        rows = [
+            (r.id, r.time, r.agent, r.point, r.scope_key, r.generation, r.model_dump_json())
+            for r in records
+        ]
         # the driver's executemany: records come in batches of hundreds, and the Core insert
         # costs several times more per row than the write itself
         mark = "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
-        sql = ("INSERT INTO records (id, time, agent, point, scope_key, generation, data) "
-               f"VALUES ({', '.join([mark] * 7)})")
+        sql = (
+            "INSERT INTO records (id, time, agent, point, scope_key, generation, data) "
+            f"VALUES ({', '.join([mark] * 7)})"
+        )
         self._write(lambda conn: conn.exec_driver_sql(sql, rows))
 
     def query_records(self, query: RecordQuery) -> list[Record]:
@@ -85,7 +89,8 @@ class SqlStore(FaqTables, MemoryTables):
                 where = (t.c.hook == hook) & (t.c.scope == scope) & (t.c.key == key)
                 conn.execute(t.delete().where(where))
                 if value is not None:
-                    conn.execute(t.insert().values(hook=hook, scope=scope, key=key,
-                                                   value=json.dumps(value)))
+                    conn.execute(
+                        t.insert().values(hook=hook, scope=scope, key=key, value=json.dumps(value))
+                    )
 
         self._write(save)

@@ -22,11 +22,14 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 def load(tmp_path: Path, http: str) -> Engine:
-    root = write(tmp_path / "config", {
-        "engine.yaml": f"process: proc\nhttp: {http}\n",
-        "agents/a/agent.yaml": "hooks: [mem]\n",
-        "agents/a/hooks/mem.yaml": "kind: memory\nname: mem\ndb_path: data/memory.db\n",
-    })
+    root = write(
+        tmp_path / "config",
+        {
+            "engine.yaml": f"process: proc\nhttp: {http}\n",
+            "agents/a/agent.yaml": "hooks: [mem]\n",
+            "agents/a/hooks/mem.yaml": "kind: memory\nname: mem\ndb_path: data/memory.db\n",
+        },
+    )
     return Engine.load(root, db=str(tmp_path / "data/engine.db"))
 
 
@@ -35,8 +38,12 @@ def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
     monkeypatch.setenv("TEST_ADMIN_TOKEN", TOKEN)
     eng = load(tmp_path, "{token_env: TEST_ADMIN_TOKEN, max_body_bytes: 1024}")
     agent = eng.agent("a")
-    agent.after_turn("Меня зовут Алекс, я живу в Берлине", "Приятно познакомиться, Алекс!",
-                     user_id="u1", turn_id="t1")
+    agent.after_turn(
+        "Меня зовут Алекс, я живу в Берлине",
+        "Приятно познакомиться, Алекс!",
+        user_id="u1",
+        turn_id="t1",
+    )
     agent.after_turn("I moved to Munich", "Munich is lovely in the spring!", user_id="u1")
     agent.after_turn("My name is Bob", "Nice to meet you, Bob, welcome!", user_id="u2")
     yield eng
@@ -76,8 +83,9 @@ def test_health_needs_no_token(client: httpx.Client) -> None:
     assert client.get("/v1/health").json() == {"status": "ok", "agents": ["a"]}
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"},
-                                     {"Authorization": f"Basic {TOKEN}"}])
+@pytest.mark.parametrize(
+    "headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}]
+)
 def test_admin_calls_without_the_token_are_401(client: httpx.Client, headers) -> None:  # type: ignore[no-untyped-def]
     for method in ("GET", "DELETE"):
         response = client.request(method, "/v1/memory/user:u1", headers=headers)
@@ -90,14 +98,28 @@ def test_memory_is_the_documented_json(client: httpx.Client) -> None:
     body = client.get("/v1/memory/user:u1", headers=AUTH).json()
     assert body["scope"] == "user:u1"
     facts = {f["text"]: f for f in body["facts"]}
-    assert set(facts) == {"Пользователя зовут Алекс", "Пользователь живёт в Берлине",
-                          "The user moved to Munich"}
+    assert set(facts) == {
+        "Пользователя зовут Алекс",
+        "Пользователь живёт в Берлине",
+        "The user moved to Munich",
+    }
     berlin, munich = facts["Пользователь живёт в Берлине"], facts["The user moved to Munich"]
     assert berlin["retired"] and berlin["superseded_by"] == munich["id"]
     assert munich["supersedes"] == [berlin["id"]] and not munich["stale"]
-    assert set(munich) == {"id", "text", "importance", "stale", "retired", "key",
-                           "superseded_by", "supersedes", "created_at", "updated_at",
-                           "last_recalled_at", "recall_count"}
+    assert set(munich) == {
+        "id",
+        "text",
+        "importance",
+        "stale",
+        "retired",
+        "key",
+        "superseded_by",
+        "supersedes",
+        "created_at",
+        "updated_at",
+        "last_recalled_at",
+        "recall_count",
+    }
     assert "I moved to Munich" in body["summary"]
     assert body["episodes"][0]["turn_id"] == "t1"
     assert all("Bob" not in f["text"] for f in body["facts"])
@@ -111,29 +133,32 @@ def test_delete_forgets_one_scope(client: httpx.Client) -> None:
     assert client.get("/v1/memory/user:u2", headers=AUTH).status_code == 200
 
 
-@pytest.mark.parametrize(("path", "status"), [
-    ("/v1/memory/user:nobody", 404),
-    ("/v1/memory/u1", 422),
-    ("/v1/memory/planet:mars", 422),
-    ("/v1/memory/user:" + "x" * 300, 422),
-    ("/v1/memory/user:a%20b", 422),
-    ("/v1/memory/", 404),
-    ("/v1/nothing", 404),
-])
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/v1/memory/user:nobody", 404),
+        ("/v1/memory/u1", 422),
+        ("/v1/memory/planet:mars", 422),
+        ("/v1/memory/user:" + "x" * 300, 422),
+        ("/v1/memory/user:a%20b", 422),
+        ("/v1/memory/", 404),
+        ("/v1/nothing", 404),
+    ],
+)
 def test_bad_input_is_a_clear_4xx(client: httpx.Client, path: str, status: int) -> None:
     response = client.get(path, headers=AUTH)
     assert response.status_code == status and response.json()["detail"]
 
 
 def test_an_oversized_request_is_413(client: httpx.Client) -> None:
-    response = client.request("DELETE", "/v1/memory/user:u1", headers=AUTH,
-                              content=b"x" * 5000)
+    response = client.request("DELETE", "/v1/memory/user:u1", headers=AUTH, content=b"x" * 5000)
     assert response.status_code == 413 and "larger than 1024" in response.json()["detail"]
     assert client.get("/v1/memory/user:u1", headers=AUTH).status_code == 200
 
 
 def test_without_a_configured_token_admin_calls_refuse(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("HOOKENGINE_ADMIN_TOKEN", raising=False)
     eng = load(tmp_path, "{}")
     try:
@@ -163,8 +188,9 @@ def test_schemathesis_finds_no_server_error(base: str) -> None:
     for operation in operations:
 
         @given(case=operation.as_strategy())
-        @settings(max_examples=25, deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+        )
         def probe(case) -> None:  # type: ignore[no-untyped-def]
             for headers in (AUTH, {}):
                 response = case.call(headers=headers)

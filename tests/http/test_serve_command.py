@@ -36,32 +36,52 @@ def wait_for(check, timeout: float = 20.0) -> None:  # type: ignore[no-untyped-d
 
 
 def test_serve_watch_reports_reloads_and_errors(tmp_path: Path) -> None:
-    root = write(tmp_path / "config", {
-        "agents/a/agent.yaml": "hooks: [ctx]\n",
-        "agents/a/hooks/ctx.yaml": "kind: inject\nname: ctx\nmessages: []\n",
-    })
+    root = write(
+        tmp_path / "config",
+        {
+            "agents/a/agent.yaml": "hooks: [ctx]\n",
+            "agents/a/hooks/ctx.yaml": "kind: inject\nname: ctx\nmessages: []\n",
+        },
+    )
     port = free_port()
     exe = Path(sys.executable).parent / "hookengine"
     env = {**os.environ, "HOOKENGINE_ADMIN_TOKEN": TOKEN}
     server = subprocess.Popen(
-        [str(exe), "serve", "--config", str(root), "--port", str(port), "--watch",
-         "--db", str(tmp_path / "s.db")],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        [
+            str(exe),
+            "serve",
+            "--config",
+            str(root),
+            "--port",
+            str(port),
+            "--watch",
+            "--db",
+            str(tmp_path / "s.db"),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=5,
-                          headers={"Authorization": f"Bearer {TOKEN}"}) as client:
+        with httpx.Client(
+            base_url=f"http://127.0.0.1:{port}",
+            timeout=5,
+            headers={"Authorization": f"Bearer {TOKEN}"},
+        ) as client:
             wait_for(lambda: client.get("/v1/health").status_code == 200)
             assert client.get("/v1/status").json()["agents"]["a"]["generation"] == 0
             (root / "agents/a/hooks/ctx.yaml").write_text(
-                "kind: inject\nname: ctx\nnotice: hi\nmessages: []\n")
+                "kind: inject\nname: ctx\nnotice: hi\nmessages: []\n"
+            )
             wait_for(lambda: client.get("/v1/status").json()["agents"]["a"]["generation"] >= 1)
             (root / "agents/a/hooks/ctx.yaml").write_text("kind: inject\nname: ctx\nfirst_n: x\n")
             wait_for(lambda: client.get("/v1/status").json()["agents"]["a"]["error"] is not None)
             error = client.get("/v1/status").json()["agents"]["a"]["error"]
             assert "ctx.yaml" in str(error) and "first_n" in str(error)
-            assert client.get("/v1/status", headers={"Authorization": "Bearer no"}).status_code \
-                == 401
+            assert (
+                client.get("/v1/status", headers={"Authorization": "Bearer no"}).status_code == 401
+            )
     finally:
         server.terminate()
         server.wait(timeout=20)

@@ -17,10 +17,18 @@ file_agent = backends.file_agent
 llm = llm_server.llm
 
 PAIRS = {
-    "ru": ("Какие у вас часы работы?", "Мы работаем с 9 до 18 без выходных.",
-           "Часы работы у вас какие?", "Где купить слона?"),
-    "en": ("What are your opening hours?", "We are open from 9 to 6 every day.",
-           "Your opening hours, please?", "Where can I buy an elephant?"),
+    "ru": (
+        "Какие у вас часы работы?",
+        "Мы работаем с 9 до 18 без выходных.",
+        "Часы работы у вас какие?",
+        "Где купить слона?",
+    ),
+    "en": (
+        "What are your opening hours?",
+        "We are open from 9 to 6 every day.",
+        "Your opening hours, please?",
+        "Where can I buy an elephant?",
+    ),
 }
 
 
@@ -47,13 +55,17 @@ def test_a_similar_question_is_answered_from_the_cache(hook_agent, lang: str) ->
 @pytest.mark.parametrize("lang", ["ru", "en"])
 def test_without_short_circuit_the_answer_is_a_hint(hook_agent, lang: str) -> None:  # type: ignore[no-untyped-def]
     question, answer, similar, _ = PAIRS[lang]
-    agent = hook_agent(faq(short_circuit=False, hit_notice="cached",
-                           hint_template="Подсказка — {{question}} => {{answer}}"))
+    agent = hook_agent(
+        faq(
+            short_circuit=False,
+            hit_notice="cached",
+            hint_template="Подсказка — {{question}} => {{answer}}",
+        )
+    )
     agent.after_turn(question, answer)
     out = agent.before_user_message(similar)
     assert out.answer is None and out.notices == []
-    assert out.messages == [{"role": "system",
-                             "content": f"Подсказка — {question} => {answer}"}]
+    assert out.messages == [{"role": "system", "content": f"Подсказка — {question} => {answer}"}]
 
 
 def test_an_empty_hint_template_uses_the_default_hint(hook_agent) -> None:  # type: ignore[no-untyped-def]
@@ -86,8 +98,10 @@ def test_min_confidence_is_the_bar_for_the_judge(hook_agent, llm: ScriptedLLM) -
     question, answer, similar, _ = PAIRS["en"]
     provider = {"kind": "openai", "base_url": llm.url, "timeout_s": 2}
     llm.answer = lambda req: {"matches": [{"id": 1, "confidence": 0.65}]}
-    high = hook_agent(faq(min_confidence=0.7, judge_instructions="Judge strictly.",
-                          judge_model="tiny-judge"), provider=provider)
+    high = hook_agent(
+        faq(min_confidence=0.7, judge_instructions="Judge strictly.", judge_model="tiny-judge"),
+        provider=provider,
+    )
     high.after_turn(question, answer)
     out = high.before_user_message(similar)
     assert out.answer is None
@@ -99,7 +113,8 @@ def test_min_confidence_is_the_bar_for_the_judge(hook_agent, llm: ScriptedLLM) -
 
 
 def test_a_failing_judge_falls_back_to_overlap_and_is_recorded(
-        hook_agent, llm: ScriptedLLM) -> None:  # type: ignore[no-untyped-def]
+    hook_agent, llm: ScriptedLLM
+) -> None:  # type: ignore[no-untyped-def]
     question, answer, similar, _ = PAIRS["ru"]
     agent = hook_agent(faq(), provider={"kind": "openai", "base_url": llm.url})
     agent.after_turn(question, answer)
@@ -114,18 +129,22 @@ def test_replay_uses_the_recorded_judge_answer(hook_agent, llm: ScriptedLLM) -> 
     agent = hook_agent(faq(), provider={"kind": "openai", "base_url": llm.url})
     agent.after_turn(question, answer)
     first = agent.before_user_message(similar)
-    again = agent.evaluate("before_user_message", {"question": similar},
-                           replay={"faq": first.hooks[0].extras})
+    again = agent.evaluate(
+        "before_user_message", {"question": similar}, replay={"faq": first.hooks[0].extras}
+    )
     assert again.answer == first.answer == answer and len(llm.requests) == 1
 
 
-@pytest.mark.parametrize(("fields", "question", "answer", "stored"), [
-    ({}, "Do you ship to Spain?", "Yes, in 3 to 5 days.", 1),
-    ({"store": {"enabled": False}}, "Do you ship to Spain?", "Yes, in 3 to 5 days.", 0),
-    ({"store": {"min_question_chars": 30}}, "Доставка в Испанию?", "Да, за 3–5 дней.", 0),
-    ({"store": {"min_answer_chars": 30}}, "Доставка в Испанию?", "Да, за 3–5 дней.", 0),
-    ({"store": {"min_question_chars": 5, "min_answer_chars": 5}}, "Доставка?", "Да, есть.", 1),
-])
+@pytest.mark.parametrize(
+    ("fields", "question", "answer", "stored"),
+    [
+        ({}, "Do you ship to Spain?", "Yes, in 3 to 5 days.", 1),
+        ({"store": {"enabled": False}}, "Do you ship to Spain?", "Yes, in 3 to 5 days.", 0),
+        ({"store": {"min_question_chars": 30}}, "Доставка в Испанию?", "Да, за 3–5 дней.", 0),
+        ({"store": {"min_answer_chars": 30}}, "Доставка в Испанию?", "Да, за 3–5 дней.", 0),
+        ({"store": {"min_question_chars": 5, "min_answer_chars": 5}}, "Доставка?", "Да, есть.", 1),
+    ],
+)
 def test_store_thresholds_decide_what_is_kept(hook_agent, fields, question, answer, stored) -> None:  # type: ignore[no-untyped-def]
     agent = hook_agent(faq(**fields))
     agent.after_turn(question, answer)

@@ -12,9 +12,10 @@ from engine.runtime import Engine
 
 @pytest.fixture
 def agent(project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]):  # type: ignore[no-untyped-def]
-    root = project({
-        "agents/a/agent.yaml": "hooks: [city]\n",
-        "agents/a/hooks/city.yaml": """
+    root = project(
+        {
+            "agents/a/agent.yaml": "hooks: [city]\n",
+            "agents/a/hooks/city.yaml": """
             kind: inject
             name: city
             first_n: 2
@@ -27,7 +28,8 @@ def agent(project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
               - role: assistant
                 content: "Понял: {{question}} / {{question}}"
         """,
-    })
+        }
+    )
     return load(root).agent("a")
 
 
@@ -57,11 +59,13 @@ def test_inject_only_listens_to_user_messages(agent) -> None:  # type: ignore[no
 def test_without_first_n_it_fires_every_time(
     project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
 ) -> None:
-    root = project({
-        "agents/a/agent.yaml": "hooks: [always]\n",
-        "agents/a/hooks/always.yaml": "kind: inject\nname: always\nmessages:\n"
-                                      "  - {role: system, content: x}\n",
-    })
+    root = project(
+        {
+            "agents/a/agent.yaml": "hooks: [always]\n",
+            "agents/a/hooks/always.yaml": "kind: inject\nname: always\nmessages:\n"
+            "  - {role: system, content: x}\n",
+        }
+    )
     agent = load(root).agent("a")
     assert all(agent.before_user_message("q", user_id="u").messages for _ in range(5))
     out = agent.before_user_message("q", user_id="u")

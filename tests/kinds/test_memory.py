@@ -19,12 +19,24 @@ file_agent = backends.file_agent
 llm = llm_server.llm
 
 FACTS_ONLY = "{{facts}}"
-SAY = {"ru": ("Меня зовут Алекс, я живу в Берлине", "Приятно познакомиться, Алекс!",
-              "Где я живу?", "Пользователь живёт в Берлине",
-              "Я переехал в Мюнхен", "Пользователь переехал в Мюнхен"),
-       "en": ("My name is Alex and I live in Berlin", "Nice to meet you, Alex!",
-              "Where do I live?", "The user lives in Berlin",
-              "I moved to Munich", "The user moved to Munich")}
+SAY = {
+    "ru": (
+        "Меня зовут Алекс, я живу в Берлине",
+        "Приятно познакомиться, Алекс!",
+        "Где я живу?",
+        "Пользователь живёт в Берлине",
+        "Я переехал в Мюнхен",
+        "Пользователь переехал в Мюнхен",
+    ),
+    "en": (
+        "My name is Alex and I live in Berlin",
+        "Nice to meet you, Alex!",
+        "Where do I live?",
+        "The user lives in Berlin",
+        "I moved to Munich",
+        "The user moved to Munich",
+    ),
+}
 
 
 def memory(**fields: object) -> str:
@@ -77,16 +89,17 @@ def test_dedup_threshold(hook_agent, threshold: float) -> None:  # type: ignore[
 def test_max_memories_per_scope_keeps_the_most_important(hook_agent) -> None:  # type: ignore[no-untyped-def]
     agent = hook_agent(memory(max_memories_per_scope=2))
     agent.after_turn("Я люблю зелёный чай", "Отличный выбор, зелёный чай!", user_id="u1")
-    agent.after_turn("Меня зовут Алекс, я живу в Берлине", "Приятно познакомиться!",
-                     user_id="u1")
-    assert sorted(live_facts(agent)) == ["Пользователь живёт в Берлине",
-                                         "Пользователя зовут Алекс"]
+    agent.after_turn("Меня зовут Алекс, я живу в Берлине", "Приятно познакомиться!", user_id="u1")
+    assert sorted(live_facts(agent)) == ["Пользователь живёт в Берлине", "Пользователя зовут Алекс"]
 
 
-@pytest.mark.parametrize(("said", "withdraw", "ask"), [
-    ("I live in Berlin", "I no longer live in Berlin", "Where do I live?"),
-    ("Я живу в Берлине", "Я больше не живу в Берлине", "Где я живу?"),
-])
+@pytest.mark.parametrize(
+    ("said", "withdraw", "ask"),
+    [
+        ("I live in Berlin", "I no longer live in Berlin", "Where do I live?"),
+        ("Я живу в Берлине", "Я больше не живу в Берлине", "Где я живу?"),
+    ],
+)
 def test_stale_facts_are_not_recalled(hook_agent, said: str, withdraw: str, ask: str) -> None:  # type: ignore[no-untyped-def]
     agent = hook_agent(memory(inject_template=FACTS_ONLY))
     agent.after_turn(said, "Noted, thank you very much!", user_id="u1")
@@ -97,8 +110,7 @@ def test_stale_facts_are_not_recalled(hook_agent, said: str, withdraw: str, ask:
 
 def test_feedback_moves_the_importance_of_the_recalled_facts(hook_agent) -> None:  # type: ignore[no-untyped-def]
     agent = hook_agent(memory())
-    agent.after_turn("Меня зовут Алекс, я живу в Берлине", "Приятно познакомиться!",
-                     user_id="u1")
+    agent.after_turn("Меня зовут Алекс, я живу в Берлине", "Приятно познакомиться!", user_id="u1")
     out = agent.before_user_message("Где я живу?", user_id="u1")
 
     def city() -> float:
@@ -114,12 +126,15 @@ def test_feedback_moves_the_importance_of_the_recalled_facts(hook_agent) -> None
     assert name.importance == pytest.approx(0.9)  # not recalled in that turn
 
 
-@pytest.mark.parametrize(("scope", "key"), [
-    ({"user_id": "u7", "session_id": "s1", "template": "t"}, "user:u7"),
-    ({"session_id": "s1", "template": "t"}, "session:s1"),
-    ({"template": "t"}, "template:t"),
-    ({}, "process:proc"),
-])
+@pytest.mark.parametrize(
+    ("scope", "key"),
+    [
+        ({"user_id": "u7", "session_id": "s1", "template": "t"}, "user:u7"),
+        ({"session_id": "s1", "template": "t"}, "session:s1"),
+        ({"template": "t"}, "template:t"),
+        ({}, "process:proc"),
+    ],
+)
 def test_scope_falls_back_user_session_template_process(hook_agent, scope, key) -> None:  # type: ignore[no-untyped-def]
     agent = hook_agent(memory())
     agent.after_turn("My name is Alex", "Nice to meet you, Alex!", **scope)
@@ -129,17 +144,16 @@ def test_scope_falls_back_user_session_template_process(hook_agent, scope, key) 
 
 def test_notice_counts_the_recalled_facts(hook_agent) -> None:  # type: ignore[no-untyped-def]
     agent = hook_agent(memory(notice="🧠 вспомнил фактов: {{count}}"))
-    agent.after_turn("Меня зовут Алекс, я живу в Берлине", "Приятно познакомиться!",
-                     user_id="u1")
-    assert agent.before_user_message("Где я живу?", user_id="u1").notices == \
-        ["🧠 вспомнил фактов: 1"]
+    agent.after_turn("Меня зовут Алекс, я живу в Берлине", "Приятно познакомиться!", user_id="u1")
+    assert agent.before_user_message("Где я живу?", user_id="u1").notices == [
+        "🧠 вспомнил фактов: 1"
+    ]
     quiet = hook_agent(memory())
     assert quiet.before_user_message("Где я живу?", user_id="u1").notices == []
 
 
 def test_inject_template_placeholders(hook_agent) -> None:  # type: ignore[no-untyped-def]
-    agent = hook_agent(memory(
-        inject_template="F[{{facts}}] S[{{summaries}}] M[{{memories}}]"))
+    agent = hook_agent(memory(inject_template="F[{{facts}}] S[{{summaries}}] M[{{memories}}]"))
     agent.after_turn("I live in Berlin", "Berlin is a great city!", user_id="u1")
     text = injected(agent.before_user_message("Where do I live?", user_id="u1"))
     assert text.startswith("F[- The user lives in Berlin] S[- I live in Berlin → Berlin")
@@ -149,8 +163,12 @@ def test_inject_template_placeholders(hook_agent) -> None:  # type: ignore[no-un
 def test_summary_is_per_user_within_summary_max_chars(hook_agent) -> None:  # type: ignore[no-untyped-def]
     agent = hook_agent(memory(store={"summary_max_chars": 60}))
     for i in range(4):
-        agent.after_turn(f"Question number {i} here", f"A long enough answer number {i}",
-                         user_id="u1", session_id=f"s{i}")
+        agent.after_turn(
+            f"Question number {i} here",
+            f"A long enough answer number {i}",
+            user_id="u1",
+            session_id=f"s{i}",
+        )
     summary = view(agent).summary
     assert 0 < len(summary) <= 60 and "number 3" in summary
     off = hook_agent(memory(store={"summary_max_chars": 0}))
@@ -173,11 +191,14 @@ def test_max_episodes_per_scope(hook_agent) -> None:  # type: ignore[no-untyped-
     assert [e.question for e in view(agent).episodes] == ["Вопрос номер 1", "Вопрос номер 2"]
 
 
-@pytest.mark.parametrize(("store", "question", "answer"), [
-    ({"enabled": False}, "My name is Alex", "Nice to meet you, Alex!"),
-    ({"min_question_chars": 40}, "Меня зовут Алекс", "Приятно познакомиться, Алекс!"),
-    ({"min_answer_chars": 40}, "Меня зовут Алекс", "Приятно познакомиться, Алекс!"),
-])
+@pytest.mark.parametrize(
+    ("store", "question", "answer"),
+    [
+        ({"enabled": False}, "My name is Alex", "Nice to meet you, Alex!"),
+        ({"min_question_chars": 40}, "Меня зовут Алекс", "Приятно познакомиться, Алекс!"),
+        ({"min_answer_chars": 40}, "Меня зовут Алекс", "Приятно познакомиться, Алекс!"),
+    ],
+)
 def test_store_thresholds_skip_memorizing(hook_agent, store, question, answer) -> None:  # type: ignore[no-untyped-def]
     agent = hook_agent(memory(store=store))
     out = agent.after_turn(question, answer, user_id="u1")
@@ -194,20 +215,32 @@ def test_the_default_min_answer_chars_is_20(hook_agent) -> None:  # type: ignore
 def judge_or_memorize(judge: dict[str, Any], learned: dict[str, Any]):  # type: ignore[no-untyped-def]
     def answer(request: dict[str, Any]) -> Any:
         return learned if "known_facts" in request["messages"][1]["content"] else judge
+
     return answer
 
 
 def test_a_live_judge_and_memorizer_get_their_prompts_and_models(
-        hook_agent, llm: ScriptedLLM) -> None:  # type: ignore[no-untyped-def]
+    hook_agent, llm: ScriptedLLM
+) -> None:  # type: ignore[no-untyped-def]
     llm.answer = judge_or_memorize(
         {"matches": [{"id": 1, "confidence": 0.55}]},
-        {"facts": [{"text": "The user is vegetarian", "importance": 0.9,
-                    "keywords": ["food", "eat"]}], "summary": "Vegetarian user."})
+        {
+            "facts": [
+                {"text": "The user is vegetarian", "importance": 0.9, "keywords": ["food", "eat"]}
+            ],
+            "summary": "Vegetarian user.",
+        },
+    )
     provider = {"kind": "openai", "base_url": llm.url, "timeout_s": 2}
-    agent = hook_agent(memory(
-        judge_instructions="Pick facts.", judge_model="judge-m", min_confidence=0.5,
-        store={"extractor_instructions": "Extract facts.", "memorizer_model": "mem-m"}),
-        provider=provider)
+    agent = hook_agent(
+        memory(
+            judge_instructions="Pick facts.",
+            judge_model="judge-m",
+            min_confidence=0.5,
+            store={"extractor_instructions": "Extract facts.", "memorizer_model": "mem-m"},
+        ),
+        provider=provider,
+    )
     done = agent.after_turn("I never eat meat", "Noted, no meat for you then!", user_id="u1")
     assert done.hooks[0].extras["memorizer"]["usage"]["total_tokens"] == 57
     out = agent.before_user_message("What should I eat?", user_id="u1")
@@ -218,19 +251,17 @@ def test_a_live_judge_and_memorizer_get_their_prompts_and_models(
     assert mem_call["messages"][0]["content"].startswith("Extract facts.")
     assert judge_call["messages"][0]["content"].startswith("Pick facts.")
     strict = hook_agent(memory(min_confidence=0.6), provider=provider)
-    assert "vegetarian" not in injected(strict.before_user_message("What to eat?",
-                                                                  user_id="u1"))
+    assert "vegetarian" not in injected(strict.before_user_message("What to eat?", user_id="u1"))
 
 
 @pytest.mark.parametrize("backfill", [True, False])
 def test_backfill_lets_the_judge_see_facts_with_weak_overlap(
-        hook_agent, llm: ScriptedLLM, backfill: bool) -> None:  # type: ignore[no-untyped-def]
+    hook_agent, llm: ScriptedLLM, backfill: bool
+) -> None:  # type: ignore[no-untyped-def]
     offline = hook_agent(memory())
-    offline.after_turn("I have a dog named Rex", "Rex is a lovely name for a dog!",
-                       user_id="u1")
+    offline.after_turn("I have a dog named Rex", "Rex is a lovely name for a dog!", user_id="u1")
     llm.answer = lambda request: {"matches": [{"id": 1, "confidence": 0.9}]}
-    agent = hook_agent(memory(backfill=backfill),
-                       provider={"kind": "openai", "base_url": llm.url})
+    agent = hook_agent(memory(backfill=backfill), provider={"kind": "openai", "base_url": llm.url})
     out = agent.before_user_message("Any ideas for the weekend?", user_id="u1")
     assert ("- The user has dog named Rex" in injected(out)) is backfill
     assert len(out.hooks[0].extras["candidates"]) == (1 if backfill else 0)

@@ -20,21 +20,32 @@ def learn(text: str, known: tuple[KnownFact, ...] = ()):  # type: ignore[no-unty
     return offline.memorize(MemorizeTask(((text, "ok"),), known))
 
 
-@pytest.mark.parametrize(("text", "facts"), [
-    ("Меня зовут Алекс, я живу в Берлине",
-     [("Пользователя зовут Алекс", "name"), ("Пользователь живёт в Берлине", "city")]),
-    ("My name is Alex and I live in Berlin",
-     [("The user's name is Alex", "name"), ("The user lives in Berlin", "city")]),
-    ("мне 30 лет и я работаю программистом",
-     [("Пользователю 30 лет", "age"), ("Пользователь работает программистом", "job")]),
-    ("I'm 25 years old. I work as a nurse",
-     [("The user is 25 years old", "age"), ("The user works as a nurse", "job")]),
-    ("Я люблю зелёный чай", [("Пользователь любит зелёный чай", None)]),
-    ("I really like green tea", [("The user likes green tea", None)]),
-    ("Я живу в Нижнем Новгороде с женой", [("Пользователь живёт в Нижнем Новгороде", "city")]),
-    ("Привет, как дела?", []),
-    ("What is the weather in Berlin?", []),
-])
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        (
+            "Меня зовут Алекс, я живу в Берлине",
+            [("Пользователя зовут Алекс", "name"), ("Пользователь живёт в Берлине", "city")],
+        ),
+        (
+            "My name is Alex and I live in Berlin",
+            [("The user's name is Alex", "name"), ("The user lives in Berlin", "city")],
+        ),
+        (
+            "мне 30 лет и я работаю программистом",
+            [("Пользователю 30 лет", "age"), ("Пользователь работает программистом", "job")],
+        ),
+        (
+            "I'm 25 years old. I work as a nurse",
+            [("The user is 25 years old", "age"), ("The user works as a nurse", "job")],
+        ),
+        ("Я люблю зелёный чай", [("Пользователь любит зелёный чай", None)]),
+        ("I really like green tea", [("The user likes green tea", None)]),
+        ("Я живу в Нижнем Новгороде с женой", [("Пользователь живёт в Нижнем Новгороде", "city")]),
+        ("Привет, как дела?", []),
+        ("What is the weather in Berlin?", []),
+    ],
+)
 def test_first_person_statements_become_facts(text: str, facts: list[tuple[str, str]]) -> None:
     assert [(f.text, f.key) for f in learn(text).facts] == facts
 
@@ -44,10 +55,13 @@ def test_the_clause_words_are_keywords_so_word_forms_recall_it() -> None:
     assert "живу" in city.keywords and "где" in city.keywords
 
 
-@pytest.mark.parametrize(("old", "new"), [
-    ("Пользователь живёт в Берлине", "Я переехал в Мюнхен"),
-    ("The user lives in Berlin", "I moved to Munich"),
-])
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Пользователь живёт в Берлине", "Я переехал в Мюнхен"),
+        ("The user lives in Berlin", "I moved to Munich"),
+    ],
+)
 def test_a_new_value_for_a_key_supersedes_the_old_fact(old: str, new: str) -> None:
     known = (KnownFact(7, old, "city"), KnownFact(8, "Пользователя зовут Алекс", "name"))
     [moved] = learn(new, known).facts
@@ -60,10 +74,13 @@ def test_the_same_value_again_supersedes_nothing() -> None:
     assert again.supersedes == ()
 
 
-@pytest.mark.parametrize(("known", "text"), [
-    ("The user lives in Berlin", "I no longer live in Berlin"),
-    ("Пользователь живёт в Берлине", "Я больше не живу в Берлине"),
-])
+@pytest.mark.parametrize(
+    ("known", "text"),
+    [
+        ("The user lives in Berlin", "I no longer live in Berlin"),
+        ("Пользователь живёт в Берлине", "Я больше не живу в Берлине"),
+    ],
+)
 def test_a_withdrawn_statement_marks_the_fact_stale(known: str, text: str) -> None:
     done = learn(text, (KnownFact(3, known, "city"),))
     assert done.facts == () and [(c.id, c.stale) for c in done.changes] == [(3, True)]

@@ -39,9 +39,14 @@ pytestmark = pytest.mark.slow
 
 def writer(url: str, tag: str, count: int) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-c", WRITER, url, tag, str(count)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, cwd=REPO)
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, url, tag, str(count)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
 
 
 def stored(url: str) -> dict[str, int]:
@@ -52,9 +57,11 @@ def stored(url: str) -> dict[str, int]:
             if store.is_sqlite:  # type: ignore[attr-defined]
                 assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
             facts = dict(conn.execute(sa.select(facts_table.c.text, facts_table.c.id)).all())
-            terms = conn.execute(sa.select(fact_terms_table.c.fact_id,
-                                           sa.func.count())
-                                 .group_by(fact_terms_table.c.fact_id)).all()
+            terms = conn.execute(
+                sa.select(fact_terms_table.c.fact_id, sa.func.count()).group_by(
+                    fact_terms_table.c.fact_id
+                )
+            ).all()
     finally:
         store.close()
     per_fact = dict(terms)
@@ -112,9 +119,14 @@ def test_threads_sharing_one_store_lose_nothing(db_url: str) -> None:
 
     def work(n: int) -> None:
         for i in range(20):
-            store.memory_apply(f"user:t{n % 2}", MemoryUpdate("t", facts=(
-                NewFact(f"thread {n} fact {i}", frozenset({f"a{n}", f"b{i}", "c"})),),
-                dedup_threshold=0))
+            store.memory_apply(
+                f"user:t{n % 2}",
+                MemoryUpdate(
+                    "t",
+                    facts=(NewFact(f"thread {n} fact {i}", frozenset({f"a{n}", f"b{i}", "c"})),),
+                    dedup_threshold=0,
+                ),
+            )
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
     for t in threads:

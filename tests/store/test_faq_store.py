@@ -8,8 +8,7 @@ T0 = "2025-01-01T00:00:00"
 
 
 def put(store, question: str, answer: str, ns: str = "a:faq") -> int:  # type: ignore[no-untyped-def]
-    return int(store.faq_put(ns, question, answer, terms=terms(question), scope="user:u1",
-                             time=T0))
+    return int(store.faq_put(ns, question, answer, terms=terms(question), scope="user:u1", time=T0))
 
 
 def test_candidates_share_stems_most_first(store) -> None:  # type: ignore[no-untyped-def]
@@ -34,8 +33,9 @@ def test_namespaces_are_apart_and_limit_holds(store) -> None:  # type: ignore[no
         put(store, f"delivery question {i}", "answer", ns="a:faq")
     put(store, "delivery question", "other", ns="b:faq")
     assert len(store.faq_candidates("a:faq", terms("delivery"), limit=4)) == 4
-    assert [p.answer for p in store.faq_candidates("b:faq", terms("delivery"), limit=9)] == \
-        ["other"]
+    assert [p.answer for p in store.faq_candidates("b:faq", terms("delivery"), limit=9)] == [
+        "other"
+    ]
 
 
 def test_hits_are_counted(store) -> None:  # type: ignore[no-untyped-def]

@@ -30,9 +30,17 @@ def make_v1_store(url: str) -> None:
             for table in MIGRATIONS[1]:
                 table.create(conn)
             conn.execute(meta_table.insert().values(key="schema_version", value="1"))
-            conn.execute(records_table.insert().values(
-                id="r1", time="t", agent="a", point="after_turn", scope_key="user:u1",
-                generation=0, data="{}"))
+            conn.execute(
+                records_table.insert().values(
+                    id="r1",
+                    time="t",
+                    agent="a",
+                    point="after_turn",
+                    scope_key="user:u1",
+                    generation=0,
+                    data="{}",
+                )
+            )
     finally:
         engine.dispose()
 
@@ -48,8 +56,9 @@ def test_an_older_store_is_migrated_forward_keeping_its_data(db_url: str) -> Non
     store = open_store(db_url)
     try:
         assert store.migrated_from == 1  # type: ignore[attr-defined]
-        store.memory_apply("user:u1", MemoryUpdate("t", facts=(
-            NewFact("The user likes tea", frozenset({"tea"})),)))
+        store.memory_apply(
+            "user:u1", MemoryUpdate("t", facts=(NewFact("The user likes tea", frozenset({"tea"})),))
+        )
         assert len(store.memory_facts("user:u1")) == 1
         with store.engine.connect() as conn:  # type: ignore[attr-defined]
             assert conn.execute(sa.select(records_table.c.id)).scalars().all() == ["r1"]
