@@ -8,6 +8,23 @@ from typing import Any
 
 from engine.store.records import HookRun
 
+DECISION_FIELDS = (
+    "blocked",
+    "reason",
+    "answer",
+    "question",
+    "messages",
+    "notices",
+    "sections",
+    "instruction",
+    "tools",
+    "settings",
+    "input",
+    "result",
+    "appended",
+)
+"""What an outcome decided (no timings or ids): records keep it, replay compares it."""
+
 
 @dataclass
 class Outcome:
@@ -67,24 +84,9 @@ class Outcome:
 
     def decision(self) -> dict[str, Any]:
         """What the outcome decided, without timings or ids: replay compares these."""
-        keys = (
-            "blocked",
-            "reason",
-            "answer",
-            "question",
-            "messages",
-            "notices",
-            "sections",
-            "instruction",
-            "tools",
-            "settings",
-            "input",
-            "result",
-            "appended",
-        )
         # shallow copies: the host owns the outcome and may change its lists afterwards
         data = {}
-        for key in keys:
+        for key in DECISION_FIELDS:
             value = getattr(self, key)
             data[key] = copy.copy(value) if isinstance(value, (list, dict)) else value
         return data

@@ -16,28 +16,11 @@ from typing import Any
 
 from engine.errors import EngineError
 from engine.kinds import Memo
-from engine.outcome import Outcome
+from engine.outcome import DECISION_FIELDS, Outcome
 from engine.pipeline import Services, evaluate
 from engine.points import Point
 from engine.runtime import Engine
 from engine.store import Record, RecordQuery, open_store
-
-FIELDS = (
-    "blocked",
-    "reason",
-    "answer",
-    "question",
-    "messages",
-    "notices",
-    "sections",
-    "instruction",
-    "tools",
-    "settings",
-    "input",
-    "result",
-    "appended",
-)
-"""The decision fields compared (``Outcome.decision()``)."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +62,7 @@ def _norm(value: Any) -> Any:
 
 def classify(before: dict[str, Any], after: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
     """Name a difference the way a reviewer reads it, and list the fields that differ."""
-    fields = tuple(f for f in FIELDS if _norm(before.get(f)) != _norm(after.get(f)))
+    fields = tuple(f for f in DECISION_FIELDS if _norm(before.get(f)) != _norm(after.get(f)))
     if bool(before.get("blocked")) != bool(after.get("blocked")):
         return ("allowed → blocked" if after.get("blocked") else "blocked → allowed"), fields
     names = {

@@ -152,12 +152,7 @@ class Engine:
             return self._stores[key]
 
     def _default_store_url(self) -> str:
-        if self.db_override:
-            return self.db_override
-        if self.settings.db_url:
-            return self.settings.db_url
-        path = Path(self.settings.db_path)
-        return str(path if path.is_absolute() else self.project.base_dir / path)
+        return self.db_override or self.settings.store_url(self.project.base_dir)
 
     def memo_for(self, agent: str, hook: str) -> Memo:
         with self._lock:

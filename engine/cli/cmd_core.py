@@ -80,10 +80,7 @@ def _store_url(args: argparse.Namespace) -> str:
     settings, problems = load_engine_settings(root)
     if problems:
         raise ConfigError(problems)
-    if settings.db_url:
-        return settings.db_url
-    path = Path(settings.db_path)
-    return str(path if path.is_absolute() else root.parent / path)
+    return settings.store_url(root.parent)
 
 
 def records(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ Field docstrings are the reference documentation (docs/hooks.md follows them).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -383,3 +384,10 @@ class EngineSettings(Strict):
     """The LLM judge and memorizer provider."""
     http: HttpSettings = Field(default_factory=HttpSettings)
     """The admin HTTP service."""
+
+    def store_url(self, base_dir: Path) -> str:
+        """The engine's store: ``db_url``, or ``db_path`` resolved against the project folder."""
+        if self.db_url:
+            return self.db_url
+        path = Path(self.db_path)
+        return str(path if path.is_absolute() else base_dir / path)
