@@ -106,6 +106,8 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
         limits=limits,
         points=points,
         uses_state=bool(_USES_STATE.search(source)),
+        # an inline source's first line is the one after ``source: |``
+        line_offset=0 if spec.script_path is not None else (spec.line("source") or 0),
     )
 
 

@@ -403,3 +403,21 @@ def test_hook_tool_shows_the_demo_guard_blocking(tmp_path: Path) -> None:
     data = json.loads(done.stdout)
     assert data["outcome"]["blocked"] is True
     assert "delete_file" in data["outcome"]["reason"]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_runtime_error_in_an_inline_source_names_the_yaml_line(
+    tmp_path: Path, lang: str
+) -> None:
+    source = {
+        "py": "def on_tool_call(event, host):\n    return {'block': missing_name}\n",
+        "js": "function on_tool_call(event, host) {\n  return {block: missing_name};\n}\n",
+    }
+    root = write(
+        tmp_path / "config",
+        agent_files("a", {"inline": inline_hook("inline", lang, source[lang])}),
+    )
+    with Engine.load(root, db=str(tmp_path / "s.db")) as engine:
+        out = engine.agent("a").tool_call("shell", {})
+    # kind, name, language, source: | on lines 1-4; the script's line 2 is the YAML's line 6
+    assert out.blocked and "inline.yaml:6" in (out.hooks[0].error or ""), out.hooks[0].error
