@@ -3,13 +3,18 @@ script that no longer compiles keeps the last good version and names the script'
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from engine import Engine
-from tests.test_reload import wait_until
+from engine.config.loader import digest
+from tests.test_reload import LOADED_S, error_of, short_gil_slices, wait_until
+
+__all__ = ["short_gil_slices"]  # the fixture, used by name
 
 ALLOW = {
     "js": "function on_tool_call(event, host) {\n  return null;\n}\n",
@@ -62,3 +67,79 @@ def test_editing_a_script_changes_the_next_decision_within_a_second(
     script.write_text(ALLOW[suffix])
     wait_until(lambda: not agent.tool_call("shell", {}).blocked)
     assert engine.status()["agents"]["a"]["error"] is None
+
+
+def flip_script(n: int) -> str:
+    decide = f'{{block: "s{n}/" + host.config.mark}}' if n % 2 == 0 else "null"
+    return f"function on_tool_call(event, host) {{\n  return {decide};\n}}\n"
+
+
+def flip_yaml(n: int) -> str:
+    return f"kind: script_hook\nname: guard\nscript: guard.js\nconfig: {{mark: y{n}}}\n"
+
+
+@pytest.mark.usefixtures("short_gil_slices")
+def test_a_script_flipping_under_concurrent_load_never_mixes_versions(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
+) -> None:
+    """Threads evaluate tool_call non-stop while the guard's script and YAML flip between
+    block and allow 50 times, with scripts that do not compile in between. Every decision
+    must be exactly what the YAML and script behind its recorded version decide."""
+    root = project(
+        {
+            "agents/a/agent.yaml": "hooks: [guard]\n",
+            "agents/a/hooks/guard.yaml": flip_yaml(1),
+            "agents/a/hooks/guard.js": flip_script(1),
+        }
+    )
+    yaml_file, script = root / "agents/a/hooks/guard.yaml", root / "agents/a/hooks/guard.js"
+    engine = load(root, watch=True, records=False)
+    agent = engine.agent("a")
+    stop, errors = threading.Event(), []
+    seen: Counter[tuple[str, str | None]] = Counter()
+    lock = threading.Lock()
+
+    def evaluate() -> None:
+        while not stop.is_set():
+            try:
+                out = agent.tool_call("shell", {})
+                with lock:
+                    seen[(out.hooks[0].version, out.reason)] += 1
+            except Exception as exc:  # noqa: BLE001 - any error here fails the test
+                errors.append(exc)
+
+    workers = [threading.Thread(target=evaluate) for _ in range(3)]
+    for w in workers:
+        w.start()
+    yamls, scripts = [flip_yaml(1)], [flip_script(1)]
+    try:
+        for n in range(2, 52):
+            if n % 5 == 0:  # a script that does not compile: refused, the last good stays
+                script.write_text(flip_script(n).replace("return", "return (", 1))
+                wait_until(lambda: error_of(engine) is not None, timeout=LOADED_S)
+            script.write_text(flip_script(n))
+            yaml_file.write_text(flip_yaml(n))
+            scripts.append(flip_script(n))
+            yamls.append(flip_yaml(n))
+            want = f"s{n}/y{n}" if n % 2 == 0 else None
+            wait_until(
+                lambda w=want: (
+                    agent.tool_call("shell", {}).reason == w and error_of(engine) is None
+                ),
+                timeout=LOADED_S,
+            )
+    finally:
+        stop.set()
+        for w in workers:
+            w.join(10)
+    # what every (YAML, script) pair that was ever on disk together decides, by its version
+    expected = {
+        digest(y, s): (f"s{j}/y{i}" if j % 2 == 0 else None)
+        for i, y in enumerate(yamls, 1)
+        for j, s in enumerate(scripts, 1)
+    }
+    assert not errors and seen.total() > 100
+    assert len({version for version, _ in seen}) > 25  # many versions went live
+    for version, reason in seen:
+        assert version in expected, f"a version no YAML and script on disk make: {version}"
+        assert reason == expected[version], (version, reason)

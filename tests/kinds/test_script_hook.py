@@ -406,9 +406,7 @@ def test_hook_tool_shows_the_demo_guard_blocking(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("lang", LANGS)
-def test_a_runtime_error_in_an_inline_source_names_the_yaml_line(
-    tmp_path: Path, lang: str
-) -> None:
+def test_a_runtime_error_in_an_inline_source_names_the_yaml_line(tmp_path: Path, lang: str) -> None:
     source = {
         "py": "def on_tool_call(event, host):\n    return {'block': missing_name}\n",
         "js": "function on_tool_call(event, host) {\n  return {block: missing_name};\n}\n",
