@@ -103,8 +103,24 @@ def _indent(code: str) -> str:
     return "\n".join("    " + line for line in code.splitlines())
 
 
-@pytest.mark.parametrize("doc", ["index.md", "points.md", "hooks.md", "cli.md"])
-def test_core_docs_exist_and_link_nothing_missing(doc: str) -> None:
+DOC_FILES = ["index.md", "points.md", "hooks.md", "scripting.md", "cli.md", "http.md",
+             "operations.md"]
+
+
+def anchors(text: str) -> set[str]:
+    """GitHub-style anchors of a markdown file's headings."""
+    found = set()
+    for heading in re.findall(r"^#+ (.+)$", text, flags=re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        found.add(slug)
+    return found
+
+
+@pytest.mark.parametrize("doc", DOC_FILES)
+def test_docs_exist_and_link_nothing_missing(doc: str) -> None:
     text = (DOCS / doc).read_text()
-    for target in re.findall(r"\]\(([a-z_]+\.md)(?:#[^)]*)?\)", text):
-        assert (DOCS / target).is_file(), f"{doc} links to missing {target}"
+    for target, anchor in re.findall(r"\]\(([a-z_]*\.md)?(?:#([^)]*))?\)", text):
+        path = DOCS / target if target else DOCS / doc
+        assert path.is_file(), f"{doc} links to missing {target}"
+        if anchor:
+            assert anchor in anchors(path.read_text()), f"{doc} links to missing #{anchor}"
