@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,46 +43,18 @@ class BuildEnv:
         return self.open_store("")
 
 
-Builder = Callable[[HookSpec, BuildEnv], Hook]
 
 
-def _builders() -> dict[str, Builder]:
-    from engine.kinds.escalate import EscalateHook
-    from engine.kinds.inject import InjectHook
-
-    builders: dict[str, Builder] = {
-        "inject": lambda spec, env: InjectHook(spec, spec.config),
-        "escalate": lambda spec, env: EscalateHook(spec, spec.config),
-    }
-    builders.update(_optional_builders())
-    return builders
-
-
-def _optional_builders() -> dict[str, Builder]:
-    """Kinds whose modules pull in heavier dependencies are imported only when used."""
-    found: dict[str, Builder] = {}
-    for kind, module in (
-        ("faq_cache", "faq_cache"),
-        ("memory", "memory"),
-        ("script_hook", "script_hook"),
-    ):
-        found[kind] = _lazy(module)
-    return found
-
-
-def _lazy(module: str) -> Builder:
-    def build(spec: HookSpec, env: BuildEnv) -> Hook:
-        import importlib
-
-        try:
-            mod = importlib.import_module(f"engine.kinds.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"engine.kinds.{module}":
-                raise
-            raise NotImplementedError(f"kind {spec.kind!r} is not available in this build") from exc
-        return mod.build(spec, env)  # type: ignore[no-any-return]
-
-    return build
+MODULES = {
+    "inject": "engine.kinds.inject",
+    "escalate": "engine.kinds.escalate",
+    "faq_cache": "engine.kinds.faq_cache",
+    "memory": "engine.kinds.memory",
+    "script_hook": "engine.kinds.script_hook",
+}
+"""The module of each kind; each exports ``build(spec, env) -> Hook``. Imported on first
+use, so an engine without script hooks never loads the sandbox, nor one without memory the
+providers."""
 
 
 def build_hook(spec: HookSpec, env: BuildEnv) -> Hook:
@@ -90,7 +63,8 @@ def build_hook(spec: HookSpec, env: BuildEnv) -> Hook:
     Raises:
         ConfigError: the hook cannot be built (e.g. its script does not compile).
     """
-    return _builders()[spec.kind](spec, env)
+    module = importlib.import_module(MODULES[spec.kind])
+    return module.build(spec, env)  # type: ignore[no-any-return]
 
 
 __all__ = ["BuildEnv", "Hook", "HookContext", "Memo", "Mode", "OnError", "build_hook"]

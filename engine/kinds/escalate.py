@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from engine.config.loader import HookSpec
 from engine.config.models import EscalateConfig
 from engine.kinds.base import HookContext
 from engine.kinds.common import SpecHook
 from engine.points import Point
+
+if TYPE_CHECKING:
+    from engine.kinds import BuildEnv
 from engine.text import contains_phrase
 
 
@@ -66,3 +70,8 @@ class EscalateHook(SpecHook):
     def _remember(self, ctx: HookContext, turn: int) -> None:
         if self.config.remind_next_turn:
             ctx.memo.update(f"remind:{ctx.scope_key}", lambda _: turn)
+
+
+def build(spec: HookSpec, env: BuildEnv) -> EscalateHook:
+    """The runnable hook of a validated ``escalate`` spec."""
+    return EscalateHook(spec, spec.config)

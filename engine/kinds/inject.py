@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from engine.config.loader import HookSpec
 from engine.config.models import InjectConfig
 from engine.kinds.base import HookContext
 from engine.kinds.common import SpecHook
 from engine.points import Point
+
+if TYPE_CHECKING:
+    from engine.kinds import BuildEnv
 
 
 @dataclass
@@ -34,3 +38,8 @@ class InjectHook(SpecHook):
         if self.config.notice:
             change["notice"] = self.config.notice
         return change
+
+
+def build(spec: HookSpec, env: BuildEnv) -> InjectHook:
+    """The runnable hook of a validated ``inject`` spec."""
+    return InjectHook(spec, spec.config)
