@@ -55,16 +55,16 @@ class GuardHook(SpecHook):
         CLOSED.append(self.version)
 
 
+def build(spec: Any, env: Any) -> GuardHook:
+    """The kinds table imports this module for ``kind: test_guard`` (while the fixture is on)."""
+    return GuardHook(spec, spec.config)
+
+
 @pytest.fixture
 def guard_kind(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Make ``kind: test_guard`` loadable and buildable for one test."""
     monkeypatch.setitem(models.KINDS, "test_guard", GuardConfig)
-    builders = kinds._builders
-
-    def with_guard() -> dict[str, Any]:
-        return {**builders(), "test_guard": lambda spec, env: GuardHook(spec, spec.config)}
-
-    monkeypatch.setattr(kinds, "_builders", with_guard)
+    monkeypatch.setitem(kinds.MODULES, "test_guard", __name__)
     GATE.clear()
     ENTERED.clear()
     CLOSED.clear()
