@@ -72,7 +72,7 @@ def play(agent: Agent, say: Callable[[str], None] = print) -> list[Outcome]:
         return out
 
     for n, turn in enumerate(SCRIPT, 1):
-        scope = {"user_id": turn.user, "session_id": f"{turn.user}-s1"}
+        scope: dict[str, Any] = {"user_id": turn.user, "session_id": f"{turn.user}-s1"}
         say(f"\n===== turn {n}: {turn.user} says {turn.question!r}")
         first = show("user message", agent.before_user_message(turn.question, **scope))
         scope["turn_id"] = first.turn_id

@@ -14,13 +14,16 @@ import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.changes import REPLACE
 from engine.config.loader import show
+from engine.config.models import EscalateConfig, FaqCacheConfig, InjectConfig
 from engine.kinds import Hook, Mode
 from engine.pipeline import Pipeline
 from engine.points import ACCEPTED, Point
+
+_C = TypeVar("_C")
 
 
 @dataclass(frozen=True)
@@ -94,17 +97,30 @@ def _point_warnings(point: Point, hooks: list[Hook]) -> list[str]:
 
 
 def _idle_warnings(hook: Hook) -> list[str]:
-    config = getattr(hook, "config", None)
-    if hook.kind == "inject" and not (config.messages or config.notice):
-        return [f"{hook.name}: inject has no messages and no notice; it never changes anything"]
-    if hook.kind == "escalate" and not (
-        config.off_topic_keywords or config.empty_answer_patterns or config.min_answer_chars
-    ):
-        return [
-            f"{hook.name}: escalate has no off_topic_keywords, empty_answer_patterns or "
-            "min_answer_chars; it never fires"
-        ]
+    if hook.kind == "inject":
+        inject = _config(hook, InjectConfig)
+        if not (inject.messages or inject.notice):
+            return [f"{hook.name}: inject has no messages and no notice; it never changes anything"]
+    if hook.kind == "escalate":
+        escalate = _config(hook, EscalateConfig)
+        if not (
+            escalate.off_topic_keywords
+            or escalate.empty_answer_patterns
+            or escalate.min_answer_chars
+        ):
+            return [
+                f"{hook.name}: escalate has no off_topic_keywords, empty_answer_patterns or "
+                "min_answer_chars; it never fires"
+            ]
     return []
+
+
+def _config(hook: Hook, config_type: type[_C]) -> _C:
+    """The config of a built-in kind's hook (its spec's config, by the kind's discriminator)."""
+    config = getattr(hook, "config", None)
+    if not isinstance(config, config_type):
+        raise TypeError(f"{hook.name}: a {hook.kind} hook without a {config_type.__name__}")
+    return config
 
 
 # -- what a hook does, statically -----------------------------------------------------------------
@@ -114,11 +130,10 @@ def replaced_fields(hook: Hook, point: Point) -> set[str]:
     """The fields ``hook`` may replace at ``point`` (a later change of them wins)."""
     replaceable = set(REPLACE) | ({"messages"} if point is Point.BEFORE_CALL else set())
     replaceable &= ACCEPTED[point]
-    config = getattr(hook, "config", None)
     if hook.kind == "escalate" and point is Point.BEFORE_USER_MESSAGE:
-        return {"answer"} if config.suppress_on_off_topic else set()
+        return {"answer"} if _config(hook, EscalateConfig).suppress_on_off_topic else set()
     if hook.kind == "faq_cache" and point is Point.BEFORE_USER_MESSAGE:
-        return {"answer"} if config.short_circuit else set()
+        return {"answer"} if _config(hook, FaqCacheConfig).short_circuit else set()
     source = _script_source(hook)
     if source is None:
         return set()

@@ -84,7 +84,7 @@ class RecordWriter:
 
     def _drain(self) -> None:
         while self._buffer:
-            items = []
+            items: list[tuple[Record, list[str]]] = []
             while self._buffer and len(items) < self.batch:
                 items.append(self._buffer.popleft())
             self._write(items)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
 import snowballstemmer
@@ -65,14 +66,14 @@ def terms(text: str) -> set[str]:
     return {stem(w) for w in content_tokens(text)}
 
 
-def dice(a: set[str], b: set[str]) -> float:
+def dice(a: AbstractSet[str], b: AbstractSet[str]) -> float:
     """Overlap of two term sets, 0..1 (Sørensen–Dice: 2|a∩b| / (|a|+|b|))."""
     if not a or not b:
         return 0.0
     return 2 * len(a & b) / (len(a) + len(b))
 
 
-def coverage(question: set[str], other: set[str]) -> float:
+def coverage(question: AbstractSet[str], other: AbstractSet[str]) -> float:
     """The share of ``question``'s terms that ``other`` contains, 0..1."""
     return len(question & other) / len(question) if question else 0.0
 

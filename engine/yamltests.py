@@ -173,7 +173,7 @@ def run_case(case: Case, hook: Hook, store: Store) -> Result:
         return Result(case, [f"the hook does not run at {test.point.value} (it runs at {points})"])
     memos: dict[tuple[str, str], Memo] = {}
     services = Services(store, lambda a, h: memos.setdefault((a, h), Memo()), None)
-    pipeline = Pipeline(TEST_AGENT, (Slot(_Enforced(hook), case.spec.layer),))  # type: ignore[arg-type]
+    pipeline = Pipeline(TEST_AGENT, (Slot(_Enforced(hook), case.spec.layer),))
     for step in test.given:
         evaluate(pipeline, step.point, _event(step.point, step.event, test), services)
     out = evaluate(pipeline, test.point, _event(test.point, test.event, test), services)

@@ -43,8 +43,6 @@ class BuildEnv:
         return self.open_store("")
 
 
-
-
 MODULES = {
     "inject": "engine.kinds.inject",
     "escalate": "engine.kinds.escalate",
@@ -64,7 +62,7 @@ def build_hook(spec: HookSpec, env: BuildEnv) -> Hook:
         ConfigError: the hook cannot be built (e.g. its script does not compile).
     """
     module = importlib.import_module(MODULES[spec.kind])
-    return module.build(spec, env)  # type: ignore[no-any-return]
+    return module.build(spec, env)
 
 
 __all__ = ["BuildEnv", "Hook", "HookContext", "Memo", "Mode", "OnError", "build_hook"]

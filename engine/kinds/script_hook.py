@@ -88,6 +88,11 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
         language = _LANGUAGES[spec.script_path.suffix]
         source, filename = spec.script_text or "", _shown(spec)
     else:
+        if config.language is None:
+            line = spec.line("language")
+            raise ConfigError(
+                [Problem(spec.shown, line, "language", "an inline source: needs language:")]
+            )
         language, source, filename = Language(config.language), config.source or "", spec.shown
     pool: WorkerPool = env.sandbox()
     script = pool.compile(source, filename=filename, language=language)

@@ -186,10 +186,12 @@ def guarded_getattr(budget: Budget, obj: Any, name: str, *default: Any) -> Any:
     if kind is str and name in _PADDING:
         return _padded(budget, value)
     if kind is str and name == "expandtabs":
-        return lambda tabsize=8: (
-            budget.sequence(len(obj) + obj.count("\t") * tabsize),
-            obj.expandtabs(tabsize),
-        )[1]
+
+        def expandtabs(tabsize: int = 8) -> str:
+            budget.sequence(len(obj) + obj.count("\t") * tabsize)
+            return obj.expandtabs(tabsize)
+
+        return expandtabs
     return value
 
 

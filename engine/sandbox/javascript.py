@@ -207,11 +207,11 @@ class JavaScriptRuntime:
             return
         source, limits = self._recent[key]
         try:
-            c, loaded = self._prepare(source, limits, timeout_ms=limits["compile_timeout_ms"])
+            fresh, loaded = self._prepare(source, limits, timeout_ms=limits["compile_timeout_ms"])
         except (_quickjs.JSException, _quickjs.StackOverflow):
             return
-        if c is not None and loaded["ok"]:
-            self._ready[key] = c
+        if fresh is not None and loaded["ok"]:
+            self._ready[key] = fresh
 
     def regex(self, op: dict[str, Any], *, remaining_s: float, memory_mb: int) -> Any:
         """host.match/redact for Python scripts: the same engine, in a context of its own.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Any, TypeVar
 
 from RestrictedPython.transformer import RestrictingNodeTransformer
 
@@ -137,32 +137,32 @@ class ScriptPolicy(RestrictingNodeTransformer):
         )
 
     def visit_For(self, node: ast.For) -> Any:
-        node = super().visit_For(node)
+        node = _same(node, super().visit_For(node))
         node.body.insert(0, copy_locations(_tick(), node))
         return node
 
     def visit_While(self, node: ast.While) -> Any:
-        node = super().visit_While(node)
+        node = _same(node, super().visit_While(node))
         node.body.insert(0, copy_locations(_tick(), node))
         return node
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
-        node = super().visit_FunctionDef(node)
+        node = _same(node, super().visit_FunctionDef(node))
         node.body.insert(0, copy_locations(_tick(), node))
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> Any:
-        node = super().visit_Lambda(node)
+        node = _same(node, super().visit_Lambda(node))
         node.body = copy_locations(ast.BoolOp(ast.Or(), [_call("_tick_"), node.body]), node.body)
         return node
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
-        node = super().visit_ExceptHandler(node)
+        node = _same(node, super().visit_ExceptHandler(node))
         node.body.insert(0, copy_locations(_tick(), node))
         return node
 
     def visit_Try(self, node: ast.Try) -> Any:
-        node = super().visit_Try(node)
+        node = _same(node, super().visit_Try(node))
         if node.finalbody:
             node.finalbody.insert(0, copy_locations(_tick(), node))
         return node
@@ -173,3 +173,20 @@ class ScriptPolicy(RestrictingNodeTransformer):
         spec.keys.append(ast.Constant("star"))
         spec.values.append(ast.Constant(starred))
         return spec
+
+
+_N = TypeVar("_N", bound=ast.AST)
+
+
+def _same(node: _N, visited: object) -> _N:
+    """The node RestrictedPython's visitor returned, which is ``node`` itself, transformed in place.
+
+    Anything else would mean the visitor replaced or removed the node, and the tick this policy
+    adds would go missing: refuse to compile rather than run an unguarded script.
+    """
+    if not isinstance(visited, type(node)):
+        raise TypeError(
+            f"the restricting transformer returned {type(visited).__name__} for a "
+            f"{type(node).__name__} node"
+        )
+    return visited

@@ -9,7 +9,7 @@ import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from types import CodeType, FunctionType, TracebackType
+from types import CodeType, FrameType, FunctionType, TracebackType
 from typing import Any
 
 from engine.sandbox.guards import Budget, Deadline, Host, check_binop, make_guards
@@ -240,7 +240,8 @@ def _pow(budget: Budget, base: Any, exp: Any, mod: Any = None) -> Any:
 
 
 def _depth() -> int:
-    frame, n = sys._getframe(), 0
+    frame: FrameType | None = sys._getframe()
+    n = 0
     while frame is not None:
         frame, n = frame.f_back, n + 1
     return n

@@ -49,6 +49,8 @@ def handle(
     context, which also checked the result), so the worker does not decode and encode it again.
     """
     key = req.get("limits_key")
+    if not isinstance(key, str):
+        raise ValueError("the request has no limits_key (the host sends one with every request)")
     if "limits" in req:
         if len(limits) >= _LIMITS_KEPT:
             limits.clear()
@@ -59,7 +61,7 @@ def handle(
         return {"ok": False, "kind": "need_source"}
     runtime: Any = js if req["language"] == "javascript" else py
     if req["op"] == "compile":
-        return runtime.compile(req)  # type: ignore[no-any-return]
+        return runtime.compile(req)
     if req["language"] == "javascript":
         return js.call(req, line)
     return py.call(req)

@@ -221,15 +221,14 @@ def _raise_failure(answer: dict[str, Any], language: Language) -> None:
 
 def _result(answer: dict[str, Any], language: Language) -> CallResult:
     value, logs, emits, writes = (answer.get(k) for k in ("value", "logs", "emits", "state_writes"))
-    shapes_ok = (
+    if not (
         (value is None or type(value) is dict)
         and type(logs) is list
         and type(emits) is list
         and type(writes) is dict
         and all(type(x) is str for x in logs)
         and all(type(e) is dict for e in emits)
-    )
-    if not shapes_ok:
+    ):
         raise ScriptLimitError(
             "the worker answered a malformed result", language=language.value, cause="crashed"
         )

@@ -33,6 +33,18 @@ def to_url(url_or_path: str) -> str:
     return f"sqlite:///{path}"
 
 
+def inserted_key(result: sa.CursorResult[Any]) -> Any:
+    """The primary key value of the one row an INSERT added.
+
+    Raises:
+        StoreError: the database reported no primary key (the statement was no single insert).
+    """
+    key = result.inserted_primary_key
+    if key is None:
+        raise StoreError("the database reported no primary key for an inserted row")
+    return key[0]
+
+
 def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     # SQLAlchemy emits BEGIN itself (see _sqlite_begin); pysqlite's own would be deferred
     dbapi_conn.isolation_level = None

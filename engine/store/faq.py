@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import sqlalchemy as sa
 
-from engine.store.db import Database
+from engine.store.db import Database, inserted_key
 from engine.store.models import FaqPair
 from engine.store.schema import faq_table, faq_terms_table
 
@@ -55,19 +55,21 @@ class FaqTables(Database):
                     .values(answer=answer, question=question, updated_at=time)
                 )
                 return int(found)
-            new_id = conn.execute(
-                t.insert().values(
-                    namespace=namespace,
-                    question_key=key,
-                    question=question,
-                    answer=answer,
-                    terms=" ".join(words),
-                    scope_key=scope,
-                    created_at=time,
-                    updated_at=time,
-                    hits=0,
+            new_id = inserted_key(
+                conn.execute(
+                    t.insert().values(
+                        namespace=namespace,
+                        question_key=key,
+                        question=question,
+                        answer=answer,
+                        terms=" ".join(words),
+                        scope_key=scope,
+                        created_at=time,
+                        updated_at=time,
+                        hits=0,
+                    )
                 )
-            ).inserted_primary_key[0]
+            )
             if words:
                 conn.execute(
                     faq_terms_table.insert(),

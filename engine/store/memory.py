@@ -12,7 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from engine.store.db import Database
+from engine.store.db import Database, inserted_key
 from engine.store.faq import clip_terms
 from engine.store.models import (
     Episode,
@@ -297,22 +297,24 @@ class MemoryTables(Database):
     def _insert(self, conn: sa.Connection, scope: str, new: NewFact, time: str) -> int:
         words = clip_terms(new.terms)
         fact_id = int(
-            conn.execute(
-                _F.insert().values(
-                    scope=scope,
-                    text=new.text,
-                    key=new.key,
-                    terms=" ".join(words),
-                    importance=_clamp(new.importance),
-                    stale=False,
-                    retired=False,
-                    supersedes=json.dumps(list(new.supersedes)),
-                    turn_id=new.turn_id,
-                    created_at=time,
-                    updated_at=time,
-                    recall_count=0,
+            inserted_key(
+                conn.execute(
+                    _F.insert().values(
+                        scope=scope,
+                        text=new.text,
+                        key=new.key,
+                        terms=" ".join(words),
+                        importance=_clamp(new.importance),
+                        stale=False,
+                        retired=False,
+                        supersedes=json.dumps(list(new.supersedes)),
+                        turn_id=new.turn_id,
+                        created_at=time,
+                        updated_at=time,
+                        recall_count=0,
+                    )
                 )
-            ).inserted_primary_key[0]
+            )
         )
         self._index(conn, scope, fact_id, words)
         return fact_id
