@@ -103,8 +103,15 @@ def _indent(code: str) -> str:
     return "\n".join("    " + line for line in code.splitlines())
 
 
-DOC_FILES = ["index.md", "points.md", "hooks.md", "scripting.md", "cli.md", "http.md",
-             "operations.md"]
+DOC_FILES = [
+    "index.md",
+    "points.md",
+    "hooks.md",
+    "scripting.md",
+    "cli.md",
+    "http.md",
+    "operations.md",
+]
 
 
 def anchors(text: str) -> set[str]:
