@@ -119,3 +119,11 @@ def copy_demo(folder: Path) -> Path:
     shutil.copytree(REPO / "scripts", folder / "scripts")
     shutil.copytree(REPO / "config", folder / "config")
     return folder / "config"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite tests/golden/* from the current behaviour (review the diff in git)",
+    )

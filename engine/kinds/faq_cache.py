@@ -50,11 +50,7 @@ class FaqCacheHook(SpecHook):
     def lookup(self, event: dict[str, Any], ctx: HookContext) -> Any:
         question = event["question"]
         asked = terms(question)
-        pairs = (
-            self.store.faq_candidates(self.namespace(ctx), asked, limit=self.config.max_candidates)
-            if asked
-            else []
-        )
+        pairs = self._candidates(asked, ctx)
         if not pairs:
             return None
         verdict = self._judge(question, asked, pairs, ctx)
@@ -65,6 +61,26 @@ class FaqCacheHook(SpecHook):
         ctx.extras["hit"] = {"id": pair.id, "question": pair.question, "confidence": confidence}
         self._note_hit(event, pair, ctx)
         return self._change(question, pair)
+
+    def _candidates(self, asked: set[str], ctx: HookContext) -> list[FaqPair]:
+        """The stored pairs a lookup considers. They go into the record, and a replay takes
+        them from there: it decides on what the store held then, not on what it holds now."""
+        if ctx.replay is not None:
+            return [
+                FaqPair(p["id"], p["question"], p["answer"], frozenset(p["terms"]))
+                for p in ctx.replay.get("pairs", [])
+            ]
+        if not asked:
+            return []
+        pairs = self.store.faq_candidates(
+            self.namespace(ctx), asked, limit=self.config.max_candidates
+        )
+        if pairs:
+            ctx.extras["pairs"] = [
+                {"id": p.id, "question": p.question, "answer": p.answer, "terms": sorted(p.terms)}
+                for p in pairs
+            ]
+        return pairs
 
     def _judge(
         self, question: str, asked: set[str], pairs: list[FaqPair], ctx: HookContext

@@ -66,7 +66,7 @@ class MemoryHook(SpecHook):
     def recall(self, event: dict[str, Any], ctx: HookContext) -> Any:
         question, scope = event["question"], ctx.scope_key
         picked = self._pick(question, ctx)
-        summary = self.store.memory_summary(scope)
+        summary = self._summary(scope, ctx)
         template = self.config.inject_template or DEFAULT_TEMPLATE
         if picked and event.get("turn_id") and ctx.replay is None:
             self.store.memory_note_recall(
@@ -81,11 +81,37 @@ class MemoryHook(SpecHook):
             change["notice"] = fill(self.config.notice, count=str(len(picked)))
         return change
 
-    def _pick(self, question: str, ctx: HookContext) -> list[Fact]:
-        asked = terms(question)
-        facts = self.store.memory_candidates(
+    def _summary(self, scope: str, ctx: HookContext) -> str:
+        """The rolling summary; recorded, and taken from the record on replay."""
+        if ctx.replay is not None:
+            return str(ctx.replay.get("summary", ""))
+        summary = self.store.memory_summary(scope)
+        if summary:
+            ctx.extras["summary"] = summary
+        return summary
+
+    def _facts(self, asked: set[str], ctx: HookContext) -> list[Fact]:
+        """The stored facts a recall considers. A replay takes them from the record (the
+        candidates the judge saw): it decides on what was remembered then, not now."""
+        if ctx.replay is not None:
+            return [
+                Fact(
+                    c["id"],
+                    ctx.scope_key,
+                    c["text"],
+                    c["importance"],
+                    terms=frozenset(c["terms"]),
+                    updated_at=c["updated_at"],
+                )
+                for c in ctx.replay.get("candidates", [])
+            ]
+        return self.store.memory_candidates(
             ctx.scope_key, asked, limit=self.config.max_candidates, backfill=self.config.backfill
         )
+
+    def _pick(self, question: str, ctx: HookContext) -> list[Fact]:
+        asked = terms(question)
+        facts = self._facts(asked, ctx)
         if not self.config.backfill:
             facts = [f for f in facts if coverage(asked, f.terms) >= WEAK_OVERLAP]
         verdict = self._judge(question, asked, facts, ctx)
@@ -106,6 +132,7 @@ class MemoryHook(SpecHook):
                 "overlap": round(c.fallback, 4),
                 "importance": f.importance,
                 "updated_at": f.updated_at,
+                "terms": sorted(f.terms),
             }
             for f, c in zip(facts, candidates, strict=True)
         ]
