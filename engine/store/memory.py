@@ -341,7 +341,7 @@ class MemoryTables(Database):
         if not ids:
             return []
         where = (_F.c.scope == scope) & _F.c.id.in_(ids) & _F.c.retired.is_(False)
-        found = list(conn.execute(sa.select(_F.c.id).where(where)).scalars())
+        found: list[int] = list(conn.execute(sa.select(_F.c.id).where(where)).scalars())
         conn.execute(
             _F.update().where(where).values(retired=True, superseded_by=by, updated_at=time)
         )
@@ -369,7 +369,7 @@ class MemoryTables(Database):
         )
         if total <= keep:
             return []
-        ids = list(
+        ids: list[int] = list(
             conn.execute(
                 sa.select(_F.c.id).where(_F.c.scope == scope).order_by(*order).limit(total - keep)
             ).scalars()

@@ -77,7 +77,7 @@ class SqlStore(FaqTables, MemoryTables):
         t = state_table
         stmt = sa.select(t.c.key, t.c.value).where(t.c.hook == hook, t.c.scope == scope)
         rows = self._read(lambda conn: conn.execute(stmt).all())
-        return {key: json.loads(value) for key, value in rows}
+        return {str(key): json.loads(str(value)) for key, value in rows}
 
     def state_save(self, hook: str, scope: str, writes: dict[str, Any]) -> None:
         if not writes:
