@@ -117,3 +117,14 @@ def test_many_threads_share_the_pool(pool: WorkerPool, language: Language) -> No
             )
         )
     assert all(r.value == {"notice": "delete_file:a.txt"} for r in results)
+
+
+def test_a_javascript_result_with_symbol_keys_is_refused_not_trimmed(pool: WorkerPool) -> None:
+    source = (
+        "function on_tool_call(event, host) {\n"
+        "  var o = {block: 'no'}; o[Symbol('hidden')] = 'x'; return o;\n}\n"
+    )
+    script = pool.compile(source, filename="sym.js", language=Language.JAVASCRIPT)
+    with pytest.raises(ScriptRuntimeError) as err:
+        pool.call(script, "on_tool_call", {"name": "t", "time": "t"}, config={}, state={})
+    assert err.value.cause == "invalid_result" and "symbol" in str(err.value)

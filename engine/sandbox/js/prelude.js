@@ -8,6 +8,7 @@ globalThis.__he = (function (g) {
   "use strict";
   var indirectEval = g.eval, parse = JSON.parse, stringify = JSON.stringify, freeze = Object.freeze;
   var isArray = Array.isArray, getProto = Object.getPrototypeOf, hasOwn = Object.prototype.hasOwnProperty;
+  var ownSymbols = Object.getOwnPropertySymbols;
   var ObjProto = Object.prototype, ArrProto = Array.prototype, hostSource = g.__heHost, regexSource = g.__heRegex, factory = null, impl = null, script = null;
 
   function noStrings() { throw new EvalError("code from strings is not allowed"); }
@@ -65,6 +66,8 @@ globalThis.__he = (function (g) {
       var p = getProto(v);
       if (isArray(v) ? p !== ArrProto : (p !== ObjProto && p !== null)) { throw invalid(where + ": only plain objects and arrays are JSON", mark); }
       if (d >= maxDepth) { throw invalid(where + ": nested deeper than " + maxDepth + " levels", mark); }
+      /* JSON.stringify would drop them silently: a change must not lose fields unseen */
+      if (ownSymbols(v).length > 0) { throw invalid(where + ": symbol-keyed properties are not JSON", mark); }
       depth.set(v, d);
       return v;
     });
