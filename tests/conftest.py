@@ -127,3 +127,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="rewrite tests/golden/* from the current behaviour (review the diff in git)",
     )
+
+
+def console(name: str) -> Path:
+    """An installed console script (``hook_tool``, ``hookengine``): the one beside this
+    interpreter, else the one on PATH."""
+    import shutil
+    import sys
+
+    beside = Path(sys.executable).parent / name
+    return beside if beside.is_file() else Path(shutil.which(name) or name)

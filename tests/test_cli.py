@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from engine.cli import hook_tool, hookengine
-from tests.conftest import REPO, copy_demo
+from tests.conftest import REPO, console, copy_demo
 
 DEMO = REPO / "config" / "agents" / "demo" / "hooks"
 
@@ -162,14 +160,8 @@ def test_demo_plays_offline_and_records(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 0 and out.count("user:maria") == 2
 
 
-def script(name: str) -> Path:
-    """The installed console script next to this interpreter (or on PATH)."""
-    beside = Path(sys.executable).parent / name
-    return beside if beside.is_file() else Path(shutil.which(name) or name)
-
-
 def test_the_real_console_scripts(tmp_path: Path) -> None:
-    exe = script("hook_tool")
+    exe = console("hook_tool")
     assert exe.is_file(), "hook_tool is not installed: pip install -e ."
     done = subprocess.run(
         [
@@ -197,7 +189,7 @@ def test_the_real_console_scripts(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and done.stderr.startswith("hook_tool: error:")
     done = subprocess.run(
-        [str(script("hookengine")), "check", str(REPO / "config")],
+        [str(console("hookengine")), "check", str(REPO / "config")],
         capture_output=True,
         text=True,
         timeout=60,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import queue
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -15,6 +14,7 @@ import pytest
 
 from engine import Engine
 from engine.cli.dev import DevSession
+from tests.conftest import console
 from tests.guard_kind import guard_kind  # noqa: F401 - the fixture
 from tests.test_reload import FILES, GUARD, guard_file, wait_until
 
@@ -73,7 +73,7 @@ def test_the_console_script_reloads_while_reading_stdin(
     hook = root / "agents/b/hooks/esc.yaml"
     proc = subprocess.Popen(
         [
-            str(Path(sys.executable).parent / "hookengine"),
+            str(console("hookengine")),
             "dev",
             "--config",
             str(root),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from engine.cli.hook_tool import main as hook_tool
 from engine.cli.hookengine import main as hookengine
 from engine.config import load_hook_file
-from tests.conftest import REPO, copy_demo
+from tests.conftest import REPO, console, copy_demo
 
 ESCALATE = """\
 kind: escalate
@@ -146,7 +145,7 @@ def test_each_expectation_reports_what_it_saw(
 
 def test_the_console_script_runs() -> None:
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "hookengine"), "test", str(REPO / "config")],
+        [str(console("hookengine")), "test", str(REPO / "config")],
         capture_output=True,
         text=True,
         timeout=60,

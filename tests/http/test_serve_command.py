@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 
-from tests.conftest import write
+from tests.conftest import console, write
 
 TOKEN = "serve-test-token"
 
@@ -44,7 +43,7 @@ def test_serve_watch_reports_reloads_and_errors(tmp_path: Path) -> None:
         },
     )
     port = free_port()
-    exe = Path(sys.executable).parent / "hookengine"
+    exe = console("hookengine")
     env = {**os.environ, "HOOKENGINE_ADMIN_TOKEN": TOKEN}
     server = subprocess.Popen(
         [

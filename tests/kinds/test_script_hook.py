@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +18,7 @@ import pytest
 
 from engine.errors import ConfigError
 from engine.runtime import Engine
-from tests.conftest import REPO, write
+from tests.conftest import REPO, console, write
 
 LANGS = ("py", "js")
 FAILING: dict[str, dict[str, str]] = {
@@ -374,11 +372,6 @@ def test_rate_limit_blocks_the_call_over_the_limit_in_both_languages(engine: Eng
         ]
         assert seen == [False, False, True], lang
         assert not agent.tool_call("shell", {"command": "ls"}, session_id="rl-other").blocked
-
-
-def console(name: str) -> Path:
-    beside = Path(sys.executable).parent / name
-    return beside if beside.is_file() else Path(shutil.which(name) or name)
 
 
 def test_hook_tool_shows_the_demo_guard_blocking(tmp_path: Path) -> None:
