@@ -4,13 +4,13 @@ A reload reads an agent's files into specs, checks that what it read is still wh
 (and reads again if not), builds the hooks that changed (unchanged ones are reused), runs their
 YAML tests, and only then swaps the agent's pipeline; any problem keeps the last good pipeline
 and is reported (log, ``status()``, listeners) with file and line. A replaced pipeline's hooks
-are closed once no evaluation that started on it is still running.
+are closed once no evaluation that started on it is still running. What a reload reads, and how
+it tells what changed, lives in ``engine.reload_reads``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import threading
 from collections.abc import Callable, Generator
@@ -19,28 +19,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from engine.config.loader import (
-    AgentSpec,
-    HookSpec,
-    digest,
-    load_agent,
-    load_engine_settings,
-    load_host_layer,
-    show,
-)
+from engine.config.loader import AgentSpec, HookSpec, load_agent, show
 from engine.errors import ConfigError, Problem
 from engine.pipeline import Pipeline, Slot
-from engine.yamltests import as_problems, run_hooks, test_file_of
+from engine.reload_reads import READ_ATTEMPTS as READ_ATTEMPTS
+from engine.reload_reads import (
+    describe,
+    files_of,
+    read_host,
+    read_stable,
+    slot_key,
+    tests_key,
+    wanted_files,
+)
+from engine.yamltests import as_problems, run_hooks
 
 if TYPE_CHECKING:
     from engine.runtime import Agent, Engine
 
 log = logging.getLogger("engine.reload")
 
-READ_ATTEMPTS = 5
-"""How often a reload reads again when a file changed while it was being read."""
 WATCHED_SUFFIXES = (".yaml", ".yml", ".js", ".py")
 
 
@@ -99,123 +97,6 @@ class AgentState:
     last_error: ReloadEvent | None = None
 
 
-# -- reading files consistently ------------------------------------------------------------------
-
-
-def _text(path: Path | None) -> str | None:
-    if path is None:
-        return ""
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _hash(path: Path) -> str | None:
-    text = _text(path)
-    return None if text is None else hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
-
-
-def _on_disk(spec: HookSpec) -> bool:
-    """Whether the hook's YAML and script on disk are still the ones ``spec`` was read from."""
-    yaml_text, script = _text(spec.path), _text(spec.script_path)
-    if yaml_text is None or script is None:
-        return False
-    return digest(yaml_text, script if spec.script_path else "") == spec.version
-
-
-def _stable(owner: Path, read: Callable[[], Any], hooks_of: Callable[[Any], list[HookSpec]]) -> Any:
-    """``read()`` again until ``owner`` and every hook file it read are unchanged afterwards,
-    so a build never mixes a YAML of one save with a script of another."""
-    for _ in range(READ_ATTEMPTS):
-        before = _hash(owner)
-        result = read()
-        if _hash(owner) == before and all(_on_disk(h) for h in hooks_of(result)):
-            return result
-    raise ConfigError.single(show(owner), "files kept changing while being read; save again")
-
-
-def _read_host(root: Path) -> tuple[Any, tuple[HookSpec, ...]]:
-    settings, problems = load_engine_settings(root)
-    specs, found = load_host_layer(root, settings)
-    if problems or found:
-        raise ConfigError(problems + found)
-    return settings, tuple(specs)
-
-
-def _wanted(folder: Path, owner: Path) -> set[Path]:
-    """Files ``owner`` (agent.yaml / engine.yaml) asks for, read loosely: even when invalid, its
-    hook files and their scripts are watched so that creating them is noticed."""
-    data = _loose(owner)
-    hooks = [folder / str(f) for f in data.get("hook_files") or [] if isinstance(f, str)]
-    hooks += [folder / "hooks" / f"{n}.yaml" for n in data.get("hooks") or [] if isinstance(n, str)]
-    found = {owner, *hooks}
-    for hook in hooks:
-        script = _loose(hook).get("script")
-        if isinstance(script, str):
-            found.add(hook.parent / script)
-    return {p.resolve() for p in found}
-
-
-def _loose(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _files_of(specs: tuple[HookSpec, ...] | list[HookSpec]) -> set[Path]:
-    found = {s.path for s in specs} | {test_file_of(s.path) for s in specs}
-    return found | {s.script_path for s in specs if s.script_path}
-
-
-def _test_key(spec: HookSpec) -> tuple[str, str | None]:
-    return spec.version, _hash(test_file_of(spec.path))
-
-
-def _slot_key(spec_or_hook: Any) -> tuple[Path, str, str]:
-    path = spec_or_hook.path if isinstance(spec_or_hook, HookSpec) else spec_or_hook.source
-    return Path(path), spec_or_hook.version, spec_or_hook.name
-
-
-# -- describing what changed ---------------------------------------------------------------------
-
-
-def describe(old: tuple[HookSpec, ...], new: tuple[HookSpec, ...], layer: str) -> list[str]:
-    """What changed between two versions of a layer's hooks, one line each."""
-    before, after = {h.name: h for h in old}, {h.name: h for h in new}
-    lines = [
-        f"+ {layer} hook {n} ({after[n].kind}, {after[n].shown})" for n in after if n not in before
-    ]
-    lines += [f"- {layer} hook {n}" for n in before if n not in after]
-    for name in after:
-        if name in before and before[name].version != after[name].version:
-            lines += _hook_diff(before[name], after[name])
-    kept = [n for n in after if n in before]
-    if kept != [n for n in before if n in after]:
-        lines.append(f"order of {layer} hooks: {', '.join(after)}")
-    return lines
-
-
-def _hook_diff(old: HookSpec, new: HookSpec) -> list[str]:
-    lines = [f"~ {new.name} {old.version} -> {new.version}"]
-    was, now = old.config.model_dump(mode="json"), new.config.model_dump(mode="json")
-    for key in now:
-        if key != "tests" and was.get(key) != now.get(key):
-            lines.append(f"    {key}: {_short(was.get(key))} -> {_short(now.get(key))}")
-    if was.get("tests") != now.get("tests"):
-        lines.append("    tests changed")
-    if old.script_text != new.script_text:
-        lines.append(f"    script {show(new.script_path) if new.script_path else ''} changed")
-    return lines
-
-
-def _short(value: Any, limit: int = 70) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 # -- the reloader --------------------------------------------------------------------------------
 
 
@@ -234,7 +115,7 @@ class Reloader:
         self.settings = engine.project.settings
         self.debounce_ms, self.step_ms = debounce_ms, step_ms
         every = [*self.host_specs, *(h for a in self.specs.values() for h in a.hooks)]
-        self.tested = {s.path: _test_key(s) for s in every}
+        self.tested = {s.path: tests_key(s) for s in every}
         started = now_iso()
         self.states = {name: AgentState(started) for name in self.specs}
         self.retired: list[tuple[Agent, Pipeline]] = []
@@ -256,8 +137,8 @@ class Reloader:
         with self._lock:
             engine_yaml = self.root / "engine.yaml"
             try:
-                settings, specs = _stable(
-                    engine_yaml, lambda: _read_host(self.root), lambda r: list(r[1])
+                settings, specs = read_stable(
+                    engine_yaml, lambda: read_host(self.root), lambda r: list(r[1])
                 )
                 slots = self._build(specs, "host", self.engine.host_slots)
                 self._test(specs, slots)
@@ -286,7 +167,7 @@ class Reloader:
         current = agent.pipeline
         owner = self.root / "agents" / name / "agent.yaml"
         try:
-            spec = _stable(
+            spec = read_stable(
                 owner, lambda: load_agent(self.root, name, self.host_specs), lambda s: list(s.hooks)
             )
             if self._same(spec, current):
@@ -323,29 +204,27 @@ class Reloader:
         return (
             spec.config == old.config
             and host == self.engine.host_slots
-            and [_slot_key(h) for h in spec.hooks] == [_slot_key(h) for h in old.hooks]
+            and [slot_key(h) for h in spec.hooks] == [slot_key(h) for h in old.hooks]
         )
 
     def _build(
         self, specs: tuple[HookSpec, ...], layer: str, current: tuple[Slot, ...]
     ) -> tuple[Slot, ...]:
         """The layer's slots: unchanged hooks reused, the others built (ConfigError if not)."""
-        reuse = {_slot_key(s.hook): s for s in current if s.layer == layer}
-        fresh = iter(
-            self.engine.build_slots([s for s in specs if _slot_key(s) not in reuse], layer)
-        )
-        return tuple(reuse.get(_slot_key(s)) or next(fresh) for s in specs)
+        reuse = {slot_key(s.hook): s for s in current if s.layer == layer}
+        fresh = iter(self.engine.build_slots([s for s in specs if slot_key(s) not in reuse], layer))
+        return tuple(reuse.get(slot_key(s)) or next(fresh) for s in specs)
 
     def _test(self, specs: tuple[HookSpec, ...], slots: tuple[Slot, ...] | None) -> None:
         """Run the YAML tests of hooks whose version or tests changed; ConfigError on failure
         (the new slots that are not live are closed)."""
-        changed = [s for s in specs if self.tested.get(s.path) != _test_key(s)]
+        changed = [s for s in specs if self.tested.get(s.path) != tests_key(s)]
         report = run_hooks(changed, self.engine.env)
         if not report.ok:
             if slots is not None:
                 self._close_unused(slots)
             raise ConfigError(as_problems(report))
-        self.tested.update({s.path: _test_key(s) for s in changed})
+        self.tested.update({s.path: tests_key(s) for s in changed})
 
     def _refused(self, name: str, problems: list[Problem], files: tuple[str, ...]) -> ReloadEvent:
         generation = self.engine.agent(name).pipeline.generation
@@ -438,11 +317,11 @@ class Reloader:
         for name, spec in self.specs.items():
             files = (
                 set(spec.files)
-                | _files_of(spec.hooks)
-                | _wanted(spec.folder, spec.folder / "agent.yaml")
+                | files_of(spec.hooks)
+                | wanted_files(spec.folder, spec.folder / "agent.yaml")
             )
             found.update(dict.fromkeys(files, name))
-        host = _files_of(self.host_specs) | _wanted(self.root, self.root / "engine.yaml")
+        host = files_of(self.host_specs) | wanted_files(self.root, self.root / "engine.yaml")
         found.update(dict.fromkeys(host, None))
         return found
 

@@ -19,7 +19,7 @@ LAYERS: list[set[str]] = [
     {"outcome", "records"},
     {"pipeline"},
     {"runtime"},
-    {"reload", "replay", "explain", "yamltests", "demo"},
+    {"reload", "reload_reads", "replay", "explain", "yamltests", "demo"},
     {"cli", "http"},
 ]
 

@@ -1,0 +1,148 @@
+"""What a reload reads: agent and host files read consistently, which files matter, what changed."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.config.loader import HookSpec, digest, load_engine_settings, load_host_layer, show
+from engine.errors import ConfigError
+from engine.yamltests import test_file_of
+
+READ_ATTEMPTS = 5
+"""How often a reload reads again when a file changed while it was being read."""
+
+
+# -- reading files consistently ------------------------------------------------------------------
+
+
+def _text(path: Path | None) -> str | None:
+    if path is None:
+        return ""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _hash(path: Path) -> str | None:
+    text = _text(path)
+    return None if text is None else hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def _on_disk(spec: HookSpec) -> bool:
+    """Whether the hook's YAML and script on disk are still the ones ``spec`` was read from."""
+    yaml_text, script = _text(spec.path), _text(spec.script_path)
+    if yaml_text is None or script is None:
+        return False
+    return digest(yaml_text, script if spec.script_path else "") == spec.version
+
+
+def read_stable(
+    owner: Path, read: Callable[[], Any], hooks_of: Callable[[Any], list[HookSpec]]
+) -> Any:
+    """``read()`` again until ``owner`` and every hook file it read are unchanged afterwards,
+    so a build never mixes a YAML of one save with a script of another."""
+    for _ in range(READ_ATTEMPTS):
+        before = _hash(owner)
+        result = read()
+        if _hash(owner) == before and all(_on_disk(h) for h in hooks_of(result)):
+            return result
+    raise ConfigError.single(show(owner), "files kept changing while being read; save again")
+
+
+def read_host(root: Path) -> tuple[Any, tuple[HookSpec, ...]]:
+    settings, problems = load_engine_settings(root)
+    specs, found = load_host_layer(root, settings)
+    if problems or found:
+        raise ConfigError(problems + found)
+    return settings, tuple(specs)
+
+
+def wanted_files(folder: Path, owner: Path) -> set[Path]:
+    """Files ``owner`` (agent.yaml / engine.yaml) asks for, read loosely: even when invalid, its
+    hook files and their scripts are watched so that creating them is noticed."""
+    data = _loose(owner)
+    hooks = [folder / str(f) for f in data.get("hook_files") or [] if isinstance(f, str)]
+    hooks += [folder / "hooks" / f"{n}.yaml" for n in data.get("hooks") or [] if isinstance(n, str)]
+    found = {owner, *hooks}
+    for hook in hooks:
+        script = _loose(hook).get("script")
+        if isinstance(script, str):
+            found.add(hook.parent / script)
+    return {p.resolve() for p in found}
+
+
+def _loose(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def files_of(specs: tuple[HookSpec, ...] | list[HookSpec]) -> set[Path]:
+    found = {s.path for s in specs} | {test_file_of(s.path) for s in specs}
+    return found | {s.script_path for s in specs if s.script_path}
+
+
+def tests_key(spec: HookSpec) -> tuple[str, str | None]:
+    return spec.version, _hash(test_file_of(spec.path))
+
+
+def slot_key(spec_or_hook: Any) -> tuple[Path, str, str]:
+    path = spec_or_hook.path if isinstance(spec_or_hook, HookSpec) else spec_or_hook.source
+    return Path(path), spec_or_hook.version, spec_or_hook.name
+
+
+# -- describing what changed ---------------------------------------------------------------------
+
+
+def describe(old: tuple[HookSpec, ...], new: tuple[HookSpec, ...], layer: str) -> list[str]:
+    """What changed between two versions of a layer's hooks, one line each."""
+    before, after = {h.name: h for h in old}, {h.name: h for h in new}
+    lines = [
+        f"+ {layer} hook {n} ({after[n].kind}, {after[n].shown})" for n in after if n not in before
+    ]
+    lines += [f"- {layer} hook {n}" for n in before if n not in after]
+    for name in after:
+        if name in before and before[name].version != after[name].version:
+            lines += _hook_diff(before[name], after[name])
+    kept = [n for n in after if n in before]
+    if kept != [n for n in before if n in after]:
+        lines.append(f"order of {layer} hooks: {', '.join(after)}")
+    return lines
+
+
+def _hook_diff(old: HookSpec, new: HookSpec) -> list[str]:
+    lines = [f"~ {new.name} {old.version} -> {new.version}"]
+    was, now = old.config.model_dump(mode="json"), new.config.model_dump(mode="json")
+    for key in now:
+        if key != "tests" and was.get(key) != now.get(key):
+            lines.append(f"    {key}: {_short(was.get(key))} -> {_short(now.get(key))}")
+    if was.get("tests") != now.get("tests"):
+        lines.append("    tests changed")
+    if old.script_text != new.script_text:
+        lines.append(f"    script {show(new.script_path) if new.script_path else ''} changed")
+    return lines
+
+
+def _short(value: Any, limit: int = 70) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+__all__ = [
+    "READ_ATTEMPTS",
+    "describe",
+    "files_of",
+    "read_host",
+    "read_stable",
+    "slot_key",
+    "tests_key",
+    "wanted_files",
+]
