@@ -61,6 +61,19 @@ def _fact(row: Any, overlap: int = 0) -> Fact:
     )
 
 
+def keep_newest(conn: sa.Connection, table: sa.Table, scope: str, keep: int) -> None:
+    """Delete all but the newest ``keep`` rows of ``table`` in ``scope`` (by ``id``)."""
+    cutoff = conn.execute(
+        sa.select(table.c.id)
+        .where(table.c.scope == scope)
+        .order_by(table.c.id.desc())
+        .offset(keep)
+        .limit(1)
+    ).scalar()
+    if cutoff is not None:
+        conn.execute(table.delete().where(table.c.scope == scope, table.c.id <= cutoff))
+
+
 def _clamp(value: float) -> float:
     return min(1.0, max(0.0, value))
 
@@ -156,16 +169,7 @@ class MemoryTables(Database):
         self._write(note)
 
     def _prune_recalls(self, conn: sa.Connection, scope: str) -> None:
-        r = recalls_table
-        cutoff = conn.execute(
-            sa.select(r.c.id)
-            .where(r.c.scope == scope)
-            .order_by(r.c.id.desc())
-            .offset(RECALLS_KEPT)
-            .limit(1)
-        ).scalar()
-        if cutoff is not None:
-            conn.execute(r.delete().where(r.c.scope == scope, r.c.id <= cutoff))
+        keep_newest(conn, recalls_table, scope, RECALLS_KEPT)
 
     def memory_recalled(self, scope: str, turn_id: str) -> list[int]:
         """Ids of the facts recalled in a turn of this scope."""
@@ -405,15 +409,7 @@ class MemoryTables(Database):
                         scope=scope, turn_id=turn_id, question=question, answer=answer, time=time
                     )
                 )
-            cutoff = conn.execute(
-                sa.select(e.c.id)
-                .where(e.c.scope == scope)
-                .order_by(e.c.id.desc())
-                .offset(keep)
-                .limit(1)
-            ).scalar()
-            if cutoff is not None:
-                conn.execute(e.delete().where(e.c.scope == scope, e.c.id <= cutoff))
+            keep_newest(conn, e, scope, keep)
 
         self._write(add)
 
