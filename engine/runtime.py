@@ -200,9 +200,12 @@ class Engine:
         return self.store.query_records(query or RecordQuery(**filters))
 
     def status(self) -> dict[str, Any]:
-        """Per agent: generation, last (re)load time, last reload error with file and line."""
+        """Per agent: generation, last (re)load time, last reload error with file and line;
+        and ``records``: the record writer's ``health()`` (None when records are off)."""
         assert self.reloader is not None  # set in __init__ or the engine did not construct
-        return self.reloader.status()
+        data = self.reloader.status()
+        data["records"] = self.writer.health() if self.writer else None
+        return data
 
     def reload_agent(self, name: str) -> bool:
         """Re-read, rebuild and test agent ``name`` now; swap it in if all is well (True)."""

@@ -9,9 +9,10 @@ from typing import Any
 
 from engine.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json
 from engine.config import agent_names, load_project
-from engine.errors import ConfigError
+from engine.errors import ConfigError, StoreError
 from engine.points import Point
 from engine.runtime import Engine
+from engine.store import LossSummary, open_store
 
 
 def register(sub: Any) -> None:
@@ -49,8 +50,13 @@ def register(sub: Any) -> None:
     p.add_argument("--db", help="store for records and state (default: engine.yaml's)")
     p.set_defaults(func=dev)
 
-    p = sub.add_parser("status", help="per agent: generation, last reload, last error")
+    p = sub.add_parser(
+        "status", help="per agent: generation, last reload, last error; records lost and why"
+    )
     p.add_argument("config", nargs="?", default="config", help="config folder (default: config)")
+    p.add_argument(
+        "--db", help="read the record loss ledger from this store (default: engine.yaml's)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=status)
 
@@ -174,6 +180,7 @@ def status(args: argparse.Namespace) -> int:
     """Read the config now and report each agent as a fresh engine would run it; exit 1 if
     an agent does not load. A running engine reports its own through ``Engine.status()``."""
     data = project_status(Path(args.config))
+    data["records"] = ledger_status(Path(args.config), args.db)
     if args.json:
         print_json(data)
     else:
@@ -207,8 +214,46 @@ def project_status(root: Path) -> dict[str, Any]:
     return {"watching": False, "generation": 0, "agents": agents}
 
 
+def ledger_status(root: Path, db: str | None) -> dict[str, Any]:
+    """The store's record loss ledger: what every engine writing there lost, and why."""
+    try:
+        url = db or load_project(root, only=[]).settings.store_url(root.resolve().parent)
+    except ConfigError as exc:
+        return {"store": None, "error": str(exc.problems[0])}
+    if "://" not in url and not Path(url).exists():
+        return {"store": url, **LossSummary().as_data()}  # no store yet: nothing written or lost
+    try:
+        store = open_store(url)
+    except StoreError as exc:
+        return {"store": url, "error": str(exc)}
+    try:
+        return {"store": store.url, **store.record_losses().as_data()}
+    except StoreError as exc:
+        return {"store": store.url, "error": str(exc)}
+    finally:
+        store.close()
+
+
+def records_lines(records: dict[str, Any] | None) -> list[str]:
+    """The ``records`` part of status data as lines (writer health or the loss ledger)."""
+    if records is None:
+        return ["records: off"]
+    if records.get("error"):
+        return [f"records: cannot read the loss ledger: {records['error']}"]
+    dropped = records["dropped"]
+    causes = ", ".join(f"{cause} {n}" for cause, n in sorted(dropped.items()))
+    head = f"records: {sum(dropped.values())} dropped" + (f" ({causes})" if causes else "")
+    if "written" in records:
+        head += f", {records['written']} written, {records['queued']} queued"
+    lines = [head]
+    if records["last_error"]:
+        lines.append(f"    last error at {records['last_error_at']}: {records['last_error']}")
+    return lines
+
+
 def status_lines(data: dict[str, Any]) -> list[str]:
-    """Status data (``Engine.status()``) as lines: one per agent, then its error if any."""
+    """Status data (``Engine.status()``) as lines: one per agent, then its error if any;
+    then the records line when the data has one."""
     lines = [f"watching: {'yes' if data['watching'] else 'no'}"]
     for name, a in data["agents"].items():
         gen = "-" if a["generation"] is None else a["generation"]
@@ -221,4 +266,6 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         if error:
             label = "error" if a["error"] else "last error"
             lines += [f"    {label}: {p}" for p in error["problems"]]
+    if "records" in data:
+        lines += records_lines(data["records"])
     return lines

@@ -16,7 +16,7 @@ from engine.store.models import (
     MemoryView,
     NewFact,
 )
-from engine.store.records import Record, RecordQuery
+from engine.store.records import LossSummary, Record, RecordLoss, RecordQuery
 
 
 class Store(Protocol):
@@ -37,6 +37,14 @@ class Store(Protocol):
 
     def prune_records(self, keep: int) -> int:
         """Delete all but the newest ``keep`` records; return how many went."""
+        ...
+
+    def add_record_loss(self, loss: RecordLoss) -> None:
+        """Keep one lost record's cause and error in the loss ledger."""
+        ...
+
+    def record_losses(self) -> LossSummary:
+        """The loss ledger: losses per cause, the newest error and its time."""
         ...
 
     def state_load(self, hook: str, scope: str) -> dict[str, Any]:
@@ -153,11 +161,13 @@ __all__ = [
     "Fact",
     "FactEdit",
     "FaqPair",
+    "LossSummary",
     "MemoryResult",
     "MemoryUpdate",
     "MemoryView",
     "NewFact",
     "Record",
+    "RecordLoss",
     "RecordQuery",
     "Store",
     "open_store",

@@ -33,6 +33,32 @@ class HookRun:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class RecordLoss:
+    """A record the writer could not store: kept in the loss ledger so that every process
+    (``hookengine status``) sees it, not only the engine that lost it."""
+
+    time: str
+    cause: str
+    """``encode`` or ``store`` (see engine/records.py ``Cause``)."""
+    record_id: str
+    agent: str
+    point: str
+    error: str
+
+
+@dataclass(frozen=True)
+class LossSummary:
+    """The loss ledger in short: losses per cause, and the newest one's error and time."""
+
+    dropped: dict[str, int] = field(default_factory=dict)
+    last_error: str | None = None
+    last_error_at: str | None = None
+
+    def as_data(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 class Record(BaseModel):
     """One evaluation of one point."""
 

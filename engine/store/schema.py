@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from engine.errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = sa.MetaData()
 
@@ -135,6 +135,20 @@ recalls_table = sa.Table(
     sa.Index("ix_memory_recalls_turn", "scope", "turn_id"),
 )
 
+# -- version 3: the record loss ledger --------------------------------------------------------
+
+record_losses_table = sa.Table(
+    "record_losses",
+    metadata,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("time", sa.String(40), nullable=False),
+    sa.Column("cause", sa.String(40), nullable=False),
+    sa.Column("record_id", sa.String(200), nullable=False),
+    sa.Column("agent", sa.String(200), nullable=False),
+    sa.Column("point", sa.String(40), nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+)
+
 MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     1: (records_table, state_table),
     2: (
@@ -146,6 +160,7 @@ MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
         episodes_table,
         recalls_table,
     ),
+    3: (record_losses_table,),
 }
 """The tables each schema version added, in creation order."""
 

@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
 import sqlalchemy as sa
 
+from engine.encoding import escape_text
 from engine.store.db import to_url
 from engine.store.faq import FaqTables
 from engine.store.memory import MemoryTables
-from engine.store.records import Record, RecordQuery
-from engine.store.schema import SCHEMA_VERSION, records_table, state_table
+from engine.store.records import LossSummary, Record, RecordLoss, RecordQuery
+from engine.store.schema import (
+    SCHEMA_VERSION,
+    record_losses_table,
+    records_table,
+    state_table,
+)
 
 __all__ = ["SCHEMA_VERSION", "SqlStore", "to_url"]
+
+
+def _width(column: sa.Column[Any]) -> int | None:
+    """A string column's length limit (None: unlimited text)."""
+    return getattr(column.type, "length", None)
 
 
 class SqlStore(FaqTables, MemoryTables):
@@ -70,6 +82,27 @@ class SqlStore(FaqTables, MemoryTables):
             return conn.execute(t.delete().where(t.c.seq <= cutoff)).rowcount
 
         return int(self._write(prune))
+
+    def add_record_loss(self, loss: RecordLoss) -> None:
+        t = record_losses_table
+        row = {
+            name: escape_text(value)[: _width(t.c[name])] for name, value in asdict(loss).items()
+        }
+        self._write(lambda conn: conn.execute(t.insert().values(**row)))
+
+    def record_losses(self) -> LossSummary:
+        t = record_losses_table
+        counts = sa.select(t.c.cause, sa.func.count().label("n")).group_by(t.c.cause)
+        newest = sa.select(t.c.error, t.c.time).order_by(t.c.seq.desc()).limit(1)
+
+        def read(conn: sa.Connection) -> LossSummary:
+            dropped = {str(row.cause): int(row.n) for row in conn.execute(counts).all()}
+            last = conn.execute(newest).first()
+            if last is None:
+                return LossSummary(dropped)
+            return LossSummary(dropped, str(last.error), str(last.time))
+
+        return self._read(read)
 
     # -- script state ----------------------------------------------------------------------
 
