@@ -2,9 +2,9 @@
 
 The rule (docs/operations.md, "Record encoding"), applied to every string, key and number:
 
-- a lone surrogate (U+D800..U+DFFF) or a NUL character becomes the six characters of its
-  escape, ``\\ud800`` or ``\\u0000`` (PostgreSQL refuses both, and UTF-8 cannot encode a
-  surrogate); the code point stays readable, the text is still one string;
+- a lone surrogate (U+D800..U+DFFF; a valid pair is joined first) or a NUL character
+  becomes the six characters of its escape, ``\\ud800`` or ``\\u0000`` (PostgreSQL refuses
+  both, and UTF-8 cannot encode a surrogate); the code point stays readable;
 - NaN and the infinities become the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``;
 - a string longer than ``max_string`` characters keeps its start and ends with
   ``[truncated: N characters]`` (N: the original length);
@@ -39,7 +39,11 @@ _INT_BITS = 10_000
 
 
 def escape_text(text: str) -> str:
-    """``text`` with each lone surrogate and NUL written as its ``\\uXXXX`` escape."""
+    """``text`` with each lone surrogate and NUL written as its ``\\uXXXX`` escape (a valid
+    high-low pair of surrogates is joined into the character it encodes first)."""
+    if not _UNSAFE.search(text):
+        return text
+    text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
