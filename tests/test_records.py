@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from engine.records import masked_values
 from engine.runtime import Engine
 from engine.store import RecordQuery, open_store
 from engine.store.records import Record
-from tests.conftest import REPO
+from tests.backends import db_url
+from tests.conftest import REPO, write
+
+__all__ = ["db_url"]
 
 AGENT = {
     "agents/a/agent.yaml": """
@@ -129,3 +136,93 @@ def test_queued_records_are_written_at_a_normal_exit(tmp_path: Path) -> None:
         assert len(store.query_records(RecordQuery(point="tool_call", limit=1000))) == 500
     finally:
         store.close()
+
+
+# -- masking by value: what hooks derived from a masked field -------------------------------
+
+COPYING = {
+    "py": """
+def on_tool_call(event, host):
+    pw = event["input"]["password"]
+    pin = event["input"]["pin"]
+    host.log("password is " + pw + ", pin " + str(pin))
+    host.emit({"type": "status", "data": {"copy": pw, "pin": pin, "upper": "x" + pw + "x"}})
+    host.state.set("seen", {"pw": pw, "pin": pin})
+    if event["name"] == "fail":
+        raise ValueError("bad password " + pw)
+    return {"notice": "you typed " + pw, "input": {"user": "bob", "note": "was " + pw}}
+""",
+    "js": """
+function on_tool_call(event, host) {
+  var pw = event.input.password, pin = event.input.pin;
+  host.log("password is " + pw + ", pin " + pin);
+  host.emit({type: "status", data: {copy: pw, pin: pin, upper: "x" + pw + "x"}});
+  host.state.set("seen", {pw: pw, pin: pin});
+  if (event.name === "fail") { throw new Error("bad password " + pw); }
+  return {notice: "you typed " + pw, input: {user: "bob", note: "was " + pw}};
+}
+""",
+}
+
+
+def copying_agent(lang: str) -> dict[str, str]:
+    language = "python" if lang == "py" else "javascript"
+    source = "".join(f"  {line}\n" for line in COPYING[lang].strip("\n").splitlines())
+    return {
+        "engine.yaml": "process: p\n",
+        f"agents/{lang}/agent.yaml": (
+            "hooks: [copy]\nrecords: {mask: [event.input.password, event.input.pin]}\n"
+        ),
+        f"agents/{lang}/hooks/copy.yaml": (
+            f"kind: script_hook\nname: copy\nlanguage: {language}\nsource: |\n{source}"
+        ),
+    }
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+def test_values_a_hook_copied_from_a_masked_field_are_masked_too(
+    tmp_path: Path, db_url: str, lang: str
+) -> None:
+    root = write(tmp_path / "config", copying_agent(lang))
+    with Engine.load(root, db=db_url) as engine:
+        agent = engine.agent(lang)
+        ok = agent.tool_call("login", {"user": "bob", "password": "s3cr3t-pw", "pin": 987654})
+        failed = agent.tool_call("fail", {"password": "s3cr3t-pw", "pin": 987654})
+        assert ok.notices == ["you typed s3cr3t-pw"]  # the host still sees what the hook did
+        assert failed.blocked
+        records = {r.id: r for r in engine.records(limit=10)}
+        text = json.dumps([r.model_dump(mode="json") for r in records.values()])
+    assert "s3cr3t" not in text and "987654" not in text
+    ok_record, failed_record = records[ok.id], records[failed.id]
+    run = ok_record.hooks[0]
+    assert ok_record.event["input"] == {"user": "bob", "password": "***", "pin": "***"}
+    assert run.logs == ["password is ***, pin ***"]
+    assert run.extras["state_writes"] == {"seen": {"pw": "***", "pin": "***"}}
+    assert run.change == {"notice": ["you typed ***"], "input": {"user": "bob", "note": "was ***"}}
+    assert ok_record.outcome["events"][0]["data"] == {"copy": "***", "pin": "***", "upper": "x***x"}
+    assert ok_record.outcome["notices"] == ["you typed ***"]
+    assert ok_record.outcome["input"]["note"] == "was ***"
+    assert "bad password ***" in (failed_record.hooks[0].error or "")
+
+
+def test_masking_by_value_covers_every_string_under_a_masked_path(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
+) -> None:
+    files = dict(AGENT)
+    files["agents/a/agent.yaml"] = "hooks: [ctx]\nrecords: {mask: [event.input.card]}\n"
+    engine = load(project(files))
+    card = {"number": "4111-1111-1111-1111", "cvv": "123", "holder": {"name": "Ada Lovelace"}}
+    out = engine.agent("a").tool_result(
+        "pay", {"card": card}, "charged 4111-1111-1111-1111 for Ada Lovelace (cvv 123)"
+    )
+    record = engine.records()[0]
+    assert record.id == out.id and record.event["input"] == {"card": "***"}
+    # 123 is shorter than 4 characters: masked at its path only, not wherever "123" appears
+    assert record.event["result"] == "charged *** for *** (cvv 123)"
+
+
+def test_masked_values_are_collected_only_from_the_event_and_only_when_long_enough() -> None:
+    event = {"input": {"pw": "hunter2", "pin": 1234, "short": "ab", "list": [{"pw": "zzzzzz"}]}}
+    paths = ["event.input.pw", "event.input.pin", "event.input.short", "event.input.list.pw"]
+    assert masked_values(event, [*paths, "outcome.input.pw"]) == {"hunter2", "1234", "zzzzzz"}
+    assert masked_values(event, ["event.nothing.here"]) == set()
