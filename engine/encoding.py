@@ -27,12 +27,22 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import pydantic_core
+
 MAX_DEPTH = 64
 MAX_STRING = 65_536
 BUDGET = 1_000_000
 REDACTED = "***"
 
 _UNSAFE = re.compile("[\x00\ud800-\udfff]")
+_NOT_MARKS = bytes(b for b in range(256) if b not in b'"[]{}')
+_PAIR = re.compile(rb"\[\]|\{\}")
+_SUSPECT = (b"NaN", b"Infinity", b"\\u0000")
+"""Bytes that may be a non-JSON number or a NUL (or only text that looks like one)."""
+_LONG = 3000
+_DIGITS = b"0123456789"
+_LONG_NUMBER = re.compile(rb"[0-9]{%d}" % _LONG)
+"""A number that may be too long to print (see ``_INT_BITS``), or just many digits."""
 _FLOATS = {math.inf: "Infinity", -math.inf: "-Infinity"}
 _INT_BITS = 10_000
 """Beyond this an int cannot be printed (Python's 4300-digit limit is about 14,000 bits)."""
@@ -137,9 +147,81 @@ class Encoder:
         return out
 
 
-def encode(value: Any, **options: Any) -> Any:
-    """``value`` as JSON data every store accepts (one fresh ``Encoder``; same options)."""
-    return Encoder(**options).value(value)
+def encode(
+    value: Any,
+    *,
+    max_depth: int = MAX_DEPTH,
+    max_string: int = MAX_STRING,
+    budget: int = BUDGET,
+    redact: Iterable[str] = (),
+) -> Any:
+    """``value`` as JSON data every store accepts (the options are ``Encoder``'s).
+
+    Most values need no change: those are returned as they are after one pass of the C JSON
+    encoder, and only the rest are walked in Python.
+    """
+    redact = tuple(redact)
+    if is_clean(value, max_depth=max_depth, max_length=min(max_string, budget), redact=redact):
+        return value
+    encoder = Encoder(max_depth=max_depth, max_string=max_string, budget=budget, redact=redact)
+    return encoder.value(value)
+
+
+def encode_fields(fields: Mapping[str, Any], *, redact: Iterable[str] = ()) -> dict[str, Any]:
+    """Like ``encode`` for a mapping whose keys are a schema (a record's parts): every key
+    stays as it is (escaped, never cut or redacted), the budget cuts the values in key order."""
+    redact = tuple(redact)
+    if is_clean(fields, redact=redact):
+        return dict(fields)
+    encoder = Encoder(redact=redact)
+    return {escape_text(str(key)): encoder.value(value, 1) for key, value in fields.items()}
+
+
+def is_clean(
+    value: Any,
+    *,
+    max_depth: int = MAX_DEPTH,
+    max_length: int = MAX_STRING,
+    redact: tuple[str, ...] = (),
+) -> bool:
+    """Whether ``value`` is already what ``Encoder`` would make of it, and so is every part
+    of it (False: not sure). Its JSON is at most ``max_length`` bytes. One pass of the
+    serializer in Rust, then byte searches: most records never reach the Python walk."""
+    try:  # a lone surrogate, an unknown type or very deep nesting fails here
+        raw = pydantic_core.to_json(value, inf_nan_mode="constants")
+    except (pydantic_core.PydanticSerializationError, ValueError, RecursionError):
+        return False
+    if len(raw) > max_length or any(mark in raw for mark in _SUSPECT):
+        return False
+    if len(raw) - len(raw.translate(None, _DIGITS)) >= _LONG and _LONG_NUMBER.search(raw):
+        return False
+    if any(_json_of(secret) in raw for secret in redact):
+        return False
+    return _depth_fits(raw, max_depth)
+
+
+def _json_of(text: str) -> bytes:
+    """``text`` as it appears inside a JSON string."""
+    return pydantic_core.to_json(text)[1:-1]
+
+
+def _depth_fits(raw: bytes, max_depth: int) -> bool:
+    """Whether no array or object in the JSON ``raw`` is nested deeper than ``max_depth``.
+
+    Byte operations only: escapes and string contents go, then each round removes the
+    innermost pairs of brackets.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= max_depth:
+        return True
+    if b"\\" in raw:  # left to right, escaped backslashes first: then each \" is a quote
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    quoted = raw.translate(None, _NOT_MARKS).split(b'"')
+    marks = b"".join(quoted[::2])  # quotes now pair up: every other piece was inside one
+    for _ in range(max_depth):
+        if not marks:
+            return True
+        marks = _PAIR.sub(b"", marks)
+    return not marks
 
 
 def _str_of(value: Any) -> str:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.encoding import MAX_DEPTH, encode, escape_text
+from engine.encoding import MAX_DEPTH, encode_fields, escape_text, is_clean
 from engine.errors import StoreError
 from engine.store import Record, Store
 from engine.store.records import HookRun, RecordLoss
@@ -26,6 +26,8 @@ MIN_MASKED_VALUE = 4
 """Shorter masked values are masked at their path only: redacting "1" or "yes" everywhere
 would garble every record and hide nothing an attacker could not guess."""
 SCALARS = ("id", "time", "agent", "point", "scope", "scope_key")
+_RUN_FIELDS: tuple[str, ...] = HookRun.__slots__
+"""HookRun's fields (read shallowly: ``asdict`` deep-copies, and hostile values nest deep)."""
 
 
 class Cause:
@@ -84,17 +86,25 @@ def _collect(node: Any, parts: list[str], found: set[str], depth: int) -> None:
 
 
 def prepare(record: Record, mask: list[str]) -> Record:
-    """``record`` masked (by path, then by value) and encoded: safe to hand to any store."""
-    data: dict[str, Any] = {name: getattr(record, name) for name in SCALARS}
-    data.update(
-        event=record.event,
-        hooks=[{f.name: getattr(run, f.name) for f in fields(HookRun)} for run in record.hooks],
-        outcome=record.outcome,
-    )
+    """``record`` masked (by path, then by value) and encoded: safe to hand to any store.
+
+    The common case (nothing to mask, nothing to change) returns ``record`` itself.
+    """
+    data: dict[str, Any] = {name: getattr(record, name) for name in (*SCALARS, "event")}
+    data.update(hooks=record.hooks, outcome=record.outcome)
+    if not mask and is_clean(data):
+        return record
+    data["hooks"] = [{name: getattr(run, name) for name in _RUN_FIELDS} for run in record.hooks]
     data = mask_fields(data, mask)
-    redact = masked_values(record.event, mask)
-    parts = {name: encode(data[name], redact=redact) for name in (*SCALARS, "event", "outcome")}
-    hooks = [HookRun(**encode(run, redact=redact)) for run in data["hooks"]]
+    redact = tuple(masked_values(record.event, mask))
+    if is_clean(data, redact=redact):
+        parts = data
+    else:  # each part its own budget: one cannot push another out of the record
+        parts = encode_fields({name: data[name] for name in SCALARS}, redact=redact)
+        for name in ("event", "outcome"):
+            parts[name] = encode_fields(data[name], redact=redact)
+        parts["hooks"] = [encode_fields(run, redact=redact) for run in data["hooks"]]
+    hooks = [HookRun(**run) for run in parts.pop("hooks")]
     return Record.model_construct(**parts, hooks=hooks, generation=record.generation)
 
 

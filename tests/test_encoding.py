@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.encoding import MAX_DEPTH, Encoder, encode, escape_text
+from engine.encoding import MAX_DEPTH, Encoder, encode, escape_text, is_clean
 
 
 def nested(depth: int, leaf: Any = "leaf") -> Any:
@@ -112,3 +112,31 @@ def test_marked_counts_each_change_made() -> None:
     enc = Encoder(max_string=3)
     enc.value(["\ud800", float("nan"), "long text", "ok"])
     assert enc.marked == 3
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": "[[[[" * 40, "b": '\\"{{{{' * 40},
+        ["\\", '"', "\\\\", '\\"]]]]' * 30, nested(MAX_DEPTH - 2, "[{")],
+        nested(MAX_DEPTH, '"]}\\'),
+        nested(MAX_DEPTH + 1, "[]"),
+        {"k": [nested(MAX_DEPTH - 1)], "brackets": "}" * 200},
+        [nested(10) for _ in range(40)],
+        {"n": float("nan")},
+        {"s": "a\x00b"},
+        {"s": "a\ud800b"},
+        "x" * 70_000,
+    ],
+)
+def test_the_fast_check_agrees_with_the_full_walk(value: Any) -> None:
+    walked = Encoder().value(value)
+    assert is_clean(value) == (walked == value)
+    assert encode(value) == walked
+
+
+def test_the_fast_check_refuses_values_holding_a_redacted_text() -> None:
+    assert is_clean({"log": "password 'hunter2'"})
+    assert not is_clean({"log": "password 'hunter2'"}, redact=("hunter2",))
+    assert not is_clean({"log": 'say "hi"\n'}, redact=('"hi"\n',))
+    assert not is_clean({"pin": 987654}, redact=("987654",))

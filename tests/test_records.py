@@ -8,13 +8,14 @@ import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from engine.records import masked_values
+from engine.records import masked_values, prepare
 from engine.runtime import Engine
 from engine.store import RecordQuery, open_store
-from engine.store.records import Record
+from engine.store.records import HookRun, Record
 from tests.backends import db_url
 from tests.conftest import REPO, write
 
@@ -226,3 +227,38 @@ def test_masked_values_are_collected_only_from_the_event_and_only_when_long_enou
     paths = ["event.input.pw", "event.input.pin", "event.input.short", "event.input.list.pw"]
     assert masked_values(event, [*paths, "outcome.input.pw"]) == {"hunter2", "1234", "zzzzzz"}
     assert masked_values(event, ["event.nothing.here"]) == set()
+
+
+def make_record(event: dict[str, Any], *runs: HookRun) -> Record:
+    return Record.model_construct(
+        id="r1",
+        time="2026-01-01T00:00:00+00:00",
+        agent="a",
+        point="tool_call",
+        scope={"user_id": "u1"},
+        scope_key="user:u1",
+        event=event,
+        hooks=list(runs),
+        outcome={"blocked": False},
+        generation=3,
+    )
+
+
+def test_a_clean_record_is_handed_on_as_it_is() -> None:
+    record = make_record({"input": {"q": "hello"}}, HookRun("h", "inject", "v1", logs=["ok"]))
+    assert prepare(record, []) is record
+    masked = prepare(record, ["event.input.q"])
+    assert masked is not record and masked.event["input"] == {"q": "***"}
+    assert record.event["input"] == {"q": "hello"}  # the caller's event is never changed
+
+
+def test_each_part_of_a_record_has_its_own_budget() -> None:
+    flood = HookRun("flood", "script_hook", "v1", logs=["y" * 60_000] * 40)
+    quiet = HookRun("quiet", "script_hook", "v1", logs=["decided: block", "bad \ud800"])
+    record = make_record({"blob": "x" * 3_000_000}, flood, quiet)
+    out = prepare(record, [])
+    assert out.event["blob"].endswith("[truncated: 3000000 characters]")
+    assert out.hooks[0].logs[-1].startswith("[truncated: ")
+    assert out.hooks[1].logs == ["decided: block", "bad \\ud800"]
+    assert out.outcome == {"blocked": False} and out.generation == 3
+    assert len(out.model_dump_json()) < 2_500_000
