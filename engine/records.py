@@ -232,7 +232,9 @@ class RecordWriter:
                 log.error("could not prune records to %d: %s", self.retention, exc)
 
     def _lose(self, record: Record, cause: str, exc: BaseException) -> None:
-        message = escape_text(f"{type(exc).__name__}: {exc}"[:2000])
+        # the driver's "[parameters: ...]" would copy the record's content into status
+        text = f"{type(exc).__name__}: {exc}".split("\n[parameters:", 1)[0]
+        message = escape_text(text[:1000])
         at = datetime.now(UTC).isoformat(timespec="milliseconds")
         with self._count_lock:
             h = self._health

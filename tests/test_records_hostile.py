@@ -173,6 +173,7 @@ def hostile_events(engine: Engine) -> dict[str, Outcome]:
         "ten_mb": plain.tool_call("t", {"blob": "x" * TEN_MB}, user_id="attacker"),
         "nan": plain.tool_result("t", {}, {"v": float("nan"), "w": float("-inf")}),
         "huge_int": plain.tool_call("t", {"n": 1 << 100_000}, user_id="attacker"),
+        "long_scope": plain.tool_call("t", {}, user_id="u" * 1000),
     }
 
 
@@ -214,6 +215,8 @@ def test_each_hostile_value_is_stored_with_its_marker(engine: Engine) -> None:
     assert blob.endswith(f"[truncated: {TEN_MB} characters]") and len(blob) < 70_000
     assert event("nan")["result"] == {"v": "NaN", "w": "-Infinity"}
     assert event("huge_int")["input"]["n"] == "[truncated: integer of 100001 bits]"
+    # wider than the indexed column (PostgreSQL enforces it): cut there, whole in the data
+    assert stored[bad["long_scope"].id].scope_key == "user:" + "u" * 1000
     assert all(r.outcome is not None for r in stored.values())
     exact_health(engine, written=len(bad), dropped={})
 
@@ -289,6 +292,37 @@ def test_a_store_failure_for_one_record_loses_only_that_record(
     assert "value too long" in health["last_error"] and health["last_error_at"]
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1 and lost.id in errors[0].getMessage()
+
+
+def test_a_real_constraint_failure_loses_one_record_and_shows_no_content(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = Gate(engine, monkeypatch)
+    gate.hold(engine)
+    good = good_calls(engine, 3)
+    twice = Record.model_construct(
+        id="same-id",
+        time="2026-01-01T00:00:00+00:00",
+        agent="plain",
+        point="after_loop",
+        scope={},
+        scope_key="process:proc",
+        event={"secret_note": "content that must not reach status"},
+        hooks=[],
+        outcome={},
+        generation=0,
+    )
+    assert engine.writer is not None
+    engine.writer.submit(twice)
+    engine.writer.submit(twice)  # the store's unique id refuses the second
+    good += good_calls(engine, 3)
+    gate.released.set()
+    engine.flush()
+    stored = by_id(engine)
+    assert {o.id for o in good} | {"same-id"} <= set(stored)
+    exact_health(engine, written=1 + len(good) + 1, dropped={"store": 1})
+    error = engine.status()["records"]["last_error"]
+    assert error.startswith("StoreError: store ") and "content that must not" not in error
 
 
 def test_a_burst_of_failures_logs_once_and_counts_each(

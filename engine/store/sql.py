@@ -36,8 +36,17 @@ class SqlStore(FaqTables, MemoryTables):
     def add_records(self, records: list[Record]) -> None:
         if not records:
             return
+        t = records_table
+        # the indexed columns have widths (PostgreSQL enforces them): a longer value is cut
+        # there, and kept whole in the record's data
+        names = ("id", "time", "agent", "point", "scope_key")
+        widths = [_width(t.c[name]) for name in names]
         rows = [
-            (r.id, r.time, r.agent, r.point, r.scope_key, r.generation, r.model_dump_json())
+            (
+                *(getattr(r, n)[:w] for n, w in zip(names, widths, strict=True)),
+                r.generation,
+                r.model_dump_json(),
+            )
             for r in records
         ]
         # the driver's executemany: records come in batches of hundreds, and the Core insert
