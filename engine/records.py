@@ -37,6 +37,9 @@ class Cause:
     """It could not be made into storable JSON (even after ``engine.encoding``)."""
     STORE = "store"
     """The store refused it, written alone after its batch failed."""
+    UNAVAILABLE = "unavailable"
+    """The store was down: it took neither the record nor the note of its loss (the rest of
+    that batch is counted here without trying each)."""
 
 
 def mask_fields(record: dict[str, Any], paths: list[str]) -> dict[str, Any]:
@@ -205,21 +208,26 @@ class RecordWriter:
                 self._lose(record, Cause.ENCODE, exc)
         try:
             self.store.add_records(records)
-        except Exception:  # noqa: BLE001 - retried one by one: each loss counted there
-            for record in records:
-                self._write_one(record)
+        except Exception as exc:  # noqa: BLE001 - retried one by one: each loss counted there
+            for i, record in enumerate(records):
+                if not self._write_one(record):  # down: trying the rest would only wait
+                    for rest in records[i + 1 :]:
+                        self._lose(rest, Cause.UNAVAILABLE, exc, note=False)
+                    break
         else:
             self._count_written(len(records))
         if self._burst == lost_before:
             self._end_burst()
 
-    def _write_one(self, record: Record) -> None:
+    def _write_one(self, record: Record) -> bool:
+        """Write ``record`` alone; False when the store is down (it took neither the record
+        nor the note of its loss)."""
         try:
             self.store.add_records([record])
         except Exception as exc:  # noqa: BLE001 - any refusal is this record's loss
-            self._lose(record, _cause_of(exc), exc)
-        else:
-            self._count_written(1)
+            return self._lose(record, _cause_of(exc), exc)
+        self._count_written(1)
+        return True
 
     def _count_written(self, n: int) -> None:
         with self._count_lock:
@@ -231,11 +239,18 @@ class RecordWriter:
             except StoreError as exc:
                 log.error("could not prune records to %d: %s", self.retention, exc)
 
-    def _lose(self, record: Record, cause: str, exc: BaseException) -> None:
+    def _lose(self, record: Record, cause: str, exc: BaseException, *, note: bool = True) -> bool:
+        """Count ``record`` as lost (and note it in the store's ledger unless ``note`` is
+        False); False when the store took not even the note, so it is down."""
         # the driver's "[parameters: ...]" would copy the record's content into status
         text = f"{type(exc).__name__}: {exc}".split("\n[parameters:", 1)[0]
         message = escape_text(text[:1000])
         at = datetime.now(UTC).isoformat(timespec="milliseconds")
+        noted = note and self._note(
+            RecordLoss(at, cause, str(record.id), str(record.agent), str(record.point), message)
+        )
+        if not noted and cause == Cause.STORE:
+            cause = Cause.UNAVAILABLE
         with self._count_lock:
             h = self._health
             h.dropped[cause] = h.dropped.get(cause, 0) + 1
@@ -247,11 +262,15 @@ class RecordWriter:
                 record.id, record.agent, record.point, cause, message,
             )  # fmt: skip
         self._burst += 1
-        loss = RecordLoss(at, cause, str(record.id), str(record.agent), str(record.point), message)
+        return noted
+
+    def _note(self, loss: RecordLoss) -> bool:
         try:
             self.store.add_record_loss(loss)
-        except Exception as ledger_exc:  # noqa: BLE001 - store down: the counters remain
-            log.debug("record loss not kept in the store: %s", ledger_exc)
+        except Exception as exc:  # noqa: BLE001 - store down: the counters remain
+            log.debug("record loss not kept in the store: %s", exc)
+            return False
+        return True
 
     def _end_burst(self) -> None:
         if self._burst:

@@ -271,6 +271,11 @@ class Refuse:
             raise self.exc
         self.write(records)
 
+    def refuse_all(self, *args: object) -> None:
+        """A store that is down: ``Refuse(...)`` on every record."""
+        self.calls += 1
+        raise self.exc
+
 
 def test_a_store_failure_for_one_record_loses_only_that_record(
     engine: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
@@ -343,6 +348,23 @@ def test_a_burst_of_failures_logs_once_and_counts_each(
     levels = [r.levelno for r in caplog.records]
     assert levels.count(logging.ERROR) == 1 and levels.count(logging.WARNING) == 1
     assert "20 were dropped" in caplog.records[-1].getMessage()
+
+
+def test_a_store_that_is_down_costs_two_attempts_per_batch_not_one_per_record(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    gate = Gate(engine, monkeypatch)
+    gate.hold(engine)
+    refuse = Refuse(engine, monkeypatch, StoreError("store: write failed: connection refused"))
+    monkeypatch.setattr(engine.store, "add_records", refuse.refuse_all)
+    monkeypatch.setattr(engine.store, "add_record_loss", refuse.refuse_all)
+    good_calls(engine, 12)
+    with caplog.at_level(logging.ERROR, logger="engine.records"):
+        gate.released.set()
+        engine.flush()
+    assert refuse.calls == 3  # the batch, then the first record alone, then its note
+    exact_health(engine, written=1, dropped={"unavailable": 12})
+    assert len([r for r in caplog.records if r.levelno == logging.ERROR]) == 1
 
 
 def test_a_serialisation_failure_counts_as_encode(
