@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 from engine.config import ProjectConfig, load_project
 from engine.config.loader import AgentSpec, HookSpec
 from engine.config.models import EngineSettings
-from engine.errors import ConfigError, EngineError, Problem, ScriptCompileError
+from engine.errors import ConfigError, EngineError, InputError, Problem, ScriptCompileError
 from engine.kinds import BuildEnv, build_hook
 from engine.kinds.base import Memo
 from engine.outcome import Outcome
-from engine.pipeline import Pipeline, Services, Slot, evaluate
+from engine.pipeline import Pipeline, Services, Slot, evaluate, refuse_event
 from engine.points import Point, make_event
 from engine.records import RecordWriter
 from engine.store import Record, RecordQuery, Store, open_store
@@ -274,7 +274,12 @@ class Agent:
         turn_id: str | None = None,
         replay: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Outcome:
-        """Evaluate any point with its event fields (the generic form of the methods below)."""
+        """Evaluate any point with its event fields (the generic form of the methods below).
+
+        The event is normalised first (engine/boundary.py). An event the boundary refuses
+        (bytes, sets, non-text keys, fields that do not fit the point) is not raised: the
+        point fails closed and ``out.input_error`` names the cause.
+        """
         point = Point(point)
         if turn_id is None and point is Point.BEFORE_USER_MESSAGE:
             turn_id = uuid.uuid4().hex  # hosts pass it back to feedback and later points
@@ -284,16 +289,19 @@ class Agent:
             "template": template,
             "process": process or self.engine.settings.process,
         }
-        event = make_event(
-            point,
-            agent=self.name,
-            scope=scope,
-            time=time or now_iso(),
-            turn_id=turn_id,
-            **dict(fields or {}),
-        )
         pipeline = self._take()  # one snapshot for the whole evaluation
         try:
+            try:
+                event = make_event(
+                    point,
+                    agent=self.name,
+                    scope=scope,
+                    time=time or now_iso(),
+                    turn_id=turn_id,
+                    **dict(fields or {}),
+                )
+            except InputError as exc:  # refused at the boundary: the point fails closed
+                return refuse_event(pipeline, point, exc, self.engine.services)
             return evaluate(pipeline, point, event, self.engine.services, replay=replay)
         finally:
             self._give_back(pipeline)

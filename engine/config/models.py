@@ -11,6 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from engine.errors import InputError
 from engine.points import Point, make_event
 from engine.policy import Mode, OnError
 
@@ -85,7 +86,7 @@ class HookTest(Strict):
         for point, fields in [*((s.point, s.event) for s in self.given), (self.point, self.event)]:
             try:
                 make_event(point, agent="test", time=self.time, scope=self.scope, **fields)
-            except (ValidationError, TypeError) as exc:
+            except (ValidationError, TypeError, InputError) as exc:
                 raise ValueError(f"event does not fit {point.value}: {_first_error(exc)}") from exc
         return self
 
