@@ -158,8 +158,6 @@ def parse_change(
 
 NON_BLANK = ("block", "answer", "question")
 """Fields whose text must say something: an empty reason or answer tells nobody anything."""
-JSON_VALUES = ("messages", "tools", "settings", "input", "result")
-"""Fields holding data: they follow the event's rule (engine/boundary.py)."""
 
 
 def _checked_value(name: str, value: Any, hook: str, point: Point) -> Any:
@@ -167,14 +165,15 @@ def _checked_value(name: str, value: Any, hook: str, point: Point) -> Any:
 
     ``null`` is refused (leave a field out to change nothing: a guard answering
     ``{block: null}`` must not let the tool run by accident); ``block``, ``answer`` and
-    ``question`` must be non-blank text; data fields are normalised like the event.
+    ``question`` must be non-blank text; every value is normalised like the event
+    (engine/boundary.py), so no later hook, record or printer meets NaN or a lone surrogate.
     """
     problem = None
     if value is None:
         problem = "null is not a change (leave the field out to change nothing)"
     elif name in NON_BLANK and isinstance(value, str) and not value.strip():
         problem = "must be a non-empty text"
-    elif name in JSON_VALUES:
+    else:
         value, problems = normalize_value(value, name)
         problem = problems[0].removeprefix(f"{name}: ") if problems else None
     if problem is not None:
