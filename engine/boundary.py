@@ -14,7 +14,9 @@ recorded events), and every value a hook hands back (``parse_change``) follows t
 - size: the whole event is at most ``MAX_EVENT_BYTES`` as the workers receive it (compact JSON,
   non-ASCII escaped). What does not fit is cut with a visible marker: a text keeps its head and
   ends with ``…[cut: N more characters]``, a list ends with ``"[cut: N more items]"``, a mapping
-  gets the key ``"[cut]"`` with ``"N more keys"``;
+  gets the key ``"[cut]"`` with ``"N more keys"`` (the event's own fields are all kept, their
+  values cut; the fields come in the event's order, so a huge ``input`` leaves no room for the
+  ``result`` after it);
 - depth: a value nested deeper than ``MAX_DEPTH`` below the event becomes
   ``"[cut: nested deeper than 64]"``.
 
@@ -41,6 +43,7 @@ DEEP_MARKER = f"[cut: nested deeper than {MAX_DEPTH}]"
 CUT_KEY = "[cut]"
 
 _SCALAR_COST = 24  # an upper bound of a number, true, false or null in JSON, with its comma
+_RESERVE = 4096  # the markers of the containers still open when the budget ends (depth ≤ 64)
 
 
 def normalize_event(event: dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +74,7 @@ class _Walk:
     """One normalisation: the bytes left of the budget and the problems found so far."""
 
     def __init__(self, budget: int) -> None:
-        self.left = budget
+        self.left = budget - _RESERVE
         self.problems: list[str] = []
 
     def value(self, value: Any, path: str, depth: int) -> Any:
@@ -122,13 +125,16 @@ class _Walk:
         out: dict[str, Any] = {}
         self.left -= 2
         for n, (key, item) in enumerate(value.items()):
-            if self.left <= 0:
-                out[CUT_KEY] = f"{len(value) - n} more keys"
-                break
             if not isinstance(key, str):
                 self.refuse(path, f"a key of type {type(key).__name__} is not JSON (keys are text)")
                 continue
-            key = self.text(str.__str__(key))
+            key = _no_lone_surrogates(str.__str__(key))
+            cost = len(encode_basestring_ascii(key)) + 1
+            if cost >= self.left and depth:  # a key is never cut: the mapping ends here
+                # (the event's own fields are all kept: their values are cut instead)
+                out[CUT_KEY] = f"{len(value) - n} more keys"
+                break
+            self.left -= cost
             out[key] = self.value(item, _child(path, key), depth + 1)
         return out
 

@@ -126,7 +126,8 @@ def _on_error_at(hook: Hook) -> str:
     """Where the hook's on_error is decided: the key's file and line, else the file."""
     spec = getattr(hook, "spec", None)
     shown = getattr(spec, "shown", None) or _shown(str(hook.source))
-    line = spec.line("on_error") if spec is not None and spec.config.on_error else None
+    set_here = getattr(getattr(spec, "config", None), "on_error", None) is not None
+    line = spec.line("on_error") if set_here and hasattr(spec, "line") else None
     return f"{shown}:{line}" if line else f"{shown} (on_error: ignore is the {hook.kind} default)"
 
 
