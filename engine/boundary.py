@@ -70,6 +70,11 @@ def normalize_value(
     return out, walk.problems
 
 
+# A path is built only when a problem names it: (parent path, key or index) pairs, ending in
+# the root's name. Formatting every key's path up front would double the cost of the walk.
+_Path = str | tuple[Any, str | int]
+
+
 class _Walk:
     """One normalisation: the bytes left of the budget and the problems found so far."""
 
@@ -77,7 +82,7 @@ class _Walk:
         self.left = budget - _RESERVE
         self.problems: list[str] = []
 
-    def value(self, value: Any, path: str, depth: int) -> Any:
+    def value(self, value: Any, path: _Path, depth: int) -> Any:
         kind = type(value)
         if kind is str:
             return self.text(value)
@@ -100,8 +105,8 @@ class _Walk:
             return _number(int(value) if isinstance(value, int) else float(value))
         return self.refuse(path, f"{kind.__name__} is not JSON")
 
-    def refuse(self, path: str, what: str) -> str:
-        self.problems.append(f"{path}: {what}")
+    def refuse(self, path: _Path, what: str) -> str:
+        self.problems.append(f"{_shown(path)}: {what}")
         return self.text(f"[refused: {what}]")
 
     def text(self, value: str) -> str:
@@ -121,32 +126,48 @@ class _Walk:
         self.left -= room + 48
         return f"{value[:keep]}…[cut: {len(value) - keep} more characters]"
 
-    def mapping(self, value: dict[Any, Any], path: str, depth: int) -> dict[str, Any]:
+    def mapping(self, value: dict[Any, Any], path: _Path, depth: int) -> dict[str, Any]:
         out: dict[str, Any] = {}
         self.left -= 2
         for n, (key, item) in enumerate(value.items()):
-            if not isinstance(key, str):
-                self.refuse(path, f"a key of type {type(key).__name__} is not JSON (keys are text)")
-                continue
-            key = _no_lone_surrogates(str.__str__(key))
+            if type(key) is not str or not key.isascii():
+                if not isinstance(key, str):
+                    what = f"a key of type {type(key).__name__} is not JSON (keys are text)"
+                    self.refuse(path, what)
+                    continue
+                key = _no_lone_surrogates(str.__str__(key))
             cost = len(encode_basestring_ascii(key)) + 1
             if cost >= self.left and depth:  # a key is never cut: the mapping ends here
                 # (the event's own fields are all kept: their values are cut instead)
                 out[CUT_KEY] = f"{len(value) - n} more keys"
                 break
             self.left -= cost
-            out[key] = self.value(item, _child(path, key), depth + 1)
+            out[key] = self.value(item, (path, key), depth + 1)
         return out
 
-    def sequence(self, value: list[Any] | tuple[Any, ...], path: str, depth: int) -> list[Any]:
+    def sequence(self, value: list[Any] | tuple[Any, ...], path: _Path, depth: int) -> list[Any]:
         out: list[Any] = []
         self.left -= 2
         for n, item in enumerate(value):
             if self.left <= 0:
                 out.append(f"[cut: {len(value) - n} more items]")
                 break
-            out.append(self.value(item, f"{path}[{n}]", depth + 1))
+            out.append(self.value(item, (path, n), depth + 1))
         return out
+
+
+def _shown(path: _Path) -> str:
+    """``event.input.items[3]["a b"]``: a path as a problem names it."""
+    parts: list[str] = []
+    while isinstance(path, tuple):
+        path, step = path
+        if isinstance(step, int):
+            parts.append(f"[{step}]")
+        else:
+            parts.append(
+                f".{step}" if step.isidentifier() else f"[{encode_basestring_ascii(step)}]"
+            )
+    return path + "".join(reversed(parts))
 
 
 def _number(value: int | float) -> int | float | str | None:
@@ -167,10 +188,6 @@ def _no_lone_surrogates(text: str) -> str:
         # pairs become their character, lone halves U+FFFD
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
-
-
-def _child(path: str, key: str) -> str:
-    return f"{path}.{key}" if key.isidentifier() else f"{path}[{encode_basestring_ascii(key)}]"
 
 
 __all__ = [

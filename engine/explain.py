@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from engine.changes import REPLACE
-from engine.config.loader import show
+from engine.config.loader import HookSpec, show
 from engine.config.models import EscalateConfig, FaqCacheConfig, InjectConfig
 from engine.kinds import Hook, Mode
 from engine.kinds.base import OnError
@@ -127,7 +127,7 @@ def _on_error_at(hook: Hook) -> str:
     spec = getattr(hook, "spec", None)
     shown = getattr(spec, "shown", None) or _shown(str(hook.source))
     set_here = getattr(getattr(spec, "config", None), "on_error", None) is not None
-    line = spec.line("on_error") if set_here and hasattr(spec, "line") else None
+    line = spec.line("on_error") if set_here and isinstance(spec, HookSpec) else None
     return f"{shown}:{line}" if line else f"{shown} (on_error: ignore is the {hook.kind} default)"
 
 

@@ -164,7 +164,9 @@ def test_a_redactor_with_on_error_ignore_is_warned_about_with_file_and_line(
 ) -> None:
     root = project(
         {
-            "agents/a/agent.yaml": "hooks: [result_ignore, answer_ignore, fails, shadowed, guard]\n",
+            "agents/a/agent.yaml": (
+                "hooks: [result_ignore, answer_ignore, fails, shadowed, guard]\n"
+            ),
             "agents/a/hooks/result_ignore.yaml": _script(
                 "result_ignore", lang, "tool_result", "on_error: ignore\n"
             ),
