@@ -504,3 +504,15 @@ def test_a_before_call_hook_cannot_rewrite_a_tool_definition(engine: Engine, lan
     assert out.blocked  # a script's default on_error is fail: the turn is refused
     narrowed = engine.agent(f"narrow_{lang}").before_call("i", tools=TOOLS)
     assert narrowed.hooks[0].status == "decided" and narrowed.tools == [TOOLS[1]]
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("bad", NON_JSON_NUMBERS, ids=["nan", "inf", "-inf"])
+def test_the_shipped_redactor_redacts_beside_non_json_numbers(
+    engine: Engine, lang: str, bad: float
+) -> None:
+    out = engine.agent(f"stock_{lang}").tool_result(
+        "fetch", {"limit": bad}, {"score": bad, "key": SECRET, "rows": [bad, "ok"]}
+    )
+    assert out.hooks[0].status == "decided", out.hooks[0].error
+    assert out.result == {"score": None, "key": "[REDACTED]", "rows": [None, "ok"]}
