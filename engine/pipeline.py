@@ -261,7 +261,7 @@ def _record(
         data["input_error"] = outcome.input_error
     return Record.model_construct(
         id=outcome.id,
-        time=event["time"],
+        time=event.get("time") or "",
         agent=pipeline.agent,
         point=point.value,
         scope=scope.model_dump(),
