@@ -203,3 +203,17 @@ def test_a_hook_that_keeps_killing_workers_is_quarantined_until_reloaded(
     assert engine.status()["sandbox"]["quarantined"] == []
     assert engine.agent("a").tool_call("rm", {}).reason == "no deletes"
     assert not engine.agent("a").tool_call("ls", {}).blocked
+
+
+def test_the_documented_engine_yaml_ceilings_are_valid_settings() -> None:
+    import yaml
+
+    from engine.config.models import EngineSettings
+    from tests.conftest import REPO
+
+    text = (REPO / "docs/operations.md").read_text()
+    (block,) = [b for b in text.split("```yaml\n")[1:] if "max_timeout_ms" in b.split("```")[0]]
+    settings = EngineSettings.model_validate(yaml.safe_load(block.split("```")[0]))
+    assert (settings.scripts.max_timeout_ms, settings.scripts.max_memory_mb) == (1000, 256)
+    documented = set(yaml.safe_load(block.split("```")[0])["scripts"])
+    assert documented == set(type(settings.scripts).model_fields)
