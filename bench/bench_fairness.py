@@ -60,9 +60,10 @@ ATTACKS = {
 DEFAULT_VARIANTS = "js-busy-loop,py-busy-loop,py-uninterruptible,py-memory-hog"
 
 
-def write_config(root: Path, attack: str | None) -> Path:
+def write_config(root: Path, attack: str | None, quarantine_kills: int) -> Path:
+    scripts = f"{{timeout_ms: 50, workers: 2, quarantine_kills: {quarantine_kills}}}"
     files = {
-        "engine.yaml": "process: bench\nscripts: {timeout_ms: 50, workers: 2}\n",
+        "engine.yaml": f"process: bench\nscripts: {scripts}\n",
         "agents/good/agent.yaml": "hooks: [guard]\n",
         "agents/good/hooks/guard.yaml": "kind: script_hook\nname: guard\nscript: guard.js\n",
         "agents/good/hooks/guard.js": GUARD,
@@ -96,8 +97,10 @@ def guard_times(engine: Engine, seconds: float) -> tuple[list[float], int]:
     return times, failed
 
 
-def run_variant(attack: str | None, seconds: float, folder: Path) -> dict[str, object]:
-    root = write_config(folder / (attack or "idle") / "config", attack)
+def run_variant(
+    attack: str | None, seconds: float, folder: Path, quarantine_kills: int
+) -> dict[str, object]:
+    root = write_config(folder / (attack or "idle") / "config", attack, quarantine_kills)
     with Engine.load(root, records=False, db=str(root.parent / "store.db")) as engine:
         guard_times(engine, 0.5)  # warm up
         stop = threading.Event()
@@ -127,6 +130,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="total time budget")
     parser.add_argument("--variants", default=DEFAULT_VARIANTS, help=",".join(ATTACKS))
+    parser.add_argument(
+        "--quarantine-kills",
+        type=int,
+        default=5,
+        help="engine.yaml scripts.quarantine_kills (default 5, the default; large: never)",
+    )
     args = parser.parse_args(argv)
     logging.getLogger("engine").setLevel(logging.ERROR)  # the attacker's failures, by the 100
     variants = [v for v in args.variants.split(",") if v]
@@ -136,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     # each variant also starts an engine and warms up (~1.5 s): keep the total near --seconds
     per = max(1.0, args.seconds / (len(variants) + 1) - 1.5)
     with tempfile.TemporaryDirectory() as tmp:
-        idle = run_variant(None, per, Path(tmp))
+        idle = run_variant(None, per, Path(tmp), args.quarantine_kills)
         idle_p99 = pct(idle["times"], 0.99)  # type: ignore[arg-type]
         print(
             f"guard idle: {len(idle['times'])} calls, p50 "  # type: ignore[arg-type]
@@ -147,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{'failed':>6} {'spawned':>7} {'respawns/min':>12} quarantined  attacker calls"
         )
         for attack in variants:
-            r = run_variant(attack, per, Path(tmp))
+            r = run_variant(attack, per, Path(tmp), args.quarantine_kills)
             times: list[float] = r["times"]  # type: ignore[assignment]
             health: dict[str, object] = r["health"]  # type: ignore[assignment]
             p50, p99 = statistics.median(times), pct(times, 0.99)
