@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.cli.cmd_ops import status_lines
 from engine.errors import ConfigError
 from engine.runtime import Engine
 from tests.kinds.test_script_hook import agent_files, body, inline_hook
@@ -195,6 +196,10 @@ def test_a_hook_that_keeps_killing_workers_is_quarantined_until_reloaded(
     assert sandbox["spawned_total"] == spawned  # no worker was touched
     (entry,) = sandbox["quarantined"]
     assert "killer" in entry["hook"] and entry["kills"] == 2
+    assert any(
+        line.strip().startswith("quarantined:") and "killer" in line
+        for line in status_lines(engine.status())
+    )
     # another agent's guard is not affected
     assert engine.agent("b").tool_call("rm", {}).reason == "no deletes"
 

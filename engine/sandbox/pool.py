@@ -265,7 +265,7 @@ class Workers:
                     return
             try:
                 worker = Worker(self._dir.name)
-            except OSError:
+            except (OSError, ValueError, subprocess.SubprocessError):
                 failures += 1
                 with self._lock:
                     self.spawn_failures += 1
