@@ -252,44 +252,58 @@ class Workers:
     def _respawn_loop(self) -> None:
         """Start one replacement per owed worker, no faster than the token bucket allows."""
         failures = 0
-        while True:
-            with self._lock:
-                while not self._closed:
-                    now = time.monotonic()
-                    delay = self._bucket.delay(now) if self._owed else None
-                    if delay == 0:
-                        self._bucket.take(now)
-                        break
-                    self._wanted.wait(delay)
-                if self._closed:
-                    return
-            try:
-                worker = Worker(self._dir.name)
-            except (OSError, ValueError, subprocess.SubprocessError):
+        while self._next_token():
+            worker = self._start_one()
+            if worker is None:
                 failures += 1
-                with self._lock:
+                with self._lock:  # back off, then retry: a failed start does not shrink the pool
                     self.spawn_failures += 1
-                    self._wanted.wait(min(2.0, 0.05 * 2**failures))  # back off, then retry
-                continue
-            try:
-                worker.wait_ready()
-            except WorkerDied:
-                worker.kill()
-                failures += 1
-                with self._lock:
-                    self.spawn_failures += 1
+                    self._wanted.wait(min(2.0, 0.05 * 2**failures))
                 continue
             failures = 0
             with self._lock:
-                if self._closed:
-                    break
-                self._release(self._owed.popleft())
-                self._all.add(worker)
-                self._idle.append(worker)
-                self.spawned_total += 1
-                self._respawned.append(time.monotonic())
-                self._freed.notify_all()
-        worker.close()
+                if not self._closed:
+                    self._add_replacement(worker)
+                    continue
+            worker.close()  # the pool closed while it started
+            return
+
+    def _add_replacement(self, worker: Worker) -> None:
+        """Under the lock: the worker joins the pool and the slot it was owed for frees."""
+        self._release(self._owed.popleft())
+        self._all.add(worker)
+        self._idle.append(worker)
+        self.spawned_total += 1
+        now = time.monotonic()
+        self._respawned.append(now)
+        while self._respawned[0] < now - 60:
+            self._respawned.popleft()
+        self._freed.notify_all()
+
+    def _next_token(self) -> bool:
+        """Wait until a replacement is owed and the bucket has a token; False once closed."""
+        with self._lock:
+            while not self._closed:
+                now = time.monotonic()
+                delay = self._bucket.delay(now) if self._owed else None
+                if delay == 0:
+                    self._bucket.take(now)
+                    return True
+                self._wanted.wait(delay)
+            return False
+
+    def _start_one(self) -> Worker | None:
+        """A new worker that is ready to serve, or None if it could not start."""
+        try:
+            worker = Worker(self._dir.name)
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return None
+        try:
+            worker.wait_ready()
+        except WorkerDied:
+            worker.kill()
+            return None
+        return worker
 
     def forget(self, owner: str) -> None:
         """A hook was rebuilt or closed: clear its kill count and quarantine."""
