@@ -87,7 +87,8 @@ class ScriptError(EngineError):
     """A user script failed.
 
     ``cause`` is one of ``error``, ``timeout``, ``memory``, ``invalid_result``, ``crashed``,
-    ``compile``; it is what records and outcomes report.
+    ``busy`` (no sandbox worker came free in time), ``quarantined`` (the hook kept killing
+    workers), ``compile``; it is what records and outcomes report.
     """
 
     cause = "error"

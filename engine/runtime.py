@@ -162,11 +162,18 @@ class Engine:
         """The script worker pool, started on first use."""
         with self._lock:
             if self._sandbox is None:
-                from engine.sandbox import Limits, WorkerPool
+                from engine.sandbox import Limits, PoolPolicy, WorkerPool
 
                 s = self.settings.scripts
                 self._sandbox = WorkerPool(
-                    size=s.workers, limits=Limits(timeout_ms=s.timeout_ms, memory_mb=s.memory_mb)
+                    size=s.workers,
+                    limits=Limits(timeout_ms=s.timeout_ms, memory_mb=s.memory_mb),
+                    policy=PoolPolicy(
+                        workers_per_hook=s.max_workers_per_hook,
+                        respawns_per_s=s.respawns_per_s,
+                        quarantine_kills=s.quarantine_kills,
+                        quarantine_window_s=s.quarantine_window_s,
+                    ),
                 )
             return self._sandbox
 
@@ -200,9 +207,12 @@ class Engine:
         return self.store.query_records(query or RecordQuery(**filters))
 
     def status(self) -> dict[str, Any]:
-        """Per agent: generation, last (re)load time, last reload error with file and line."""
+        """Per agent: generation, last (re)load time, last reload error with file and line;
+        ``sandbox``: the worker pool's health (None until a script hook started it)."""
         assert self.reloader is not None  # set in __init__ or the engine did not construct
-        return self.reloader.status()
+        status = self.reloader.status()
+        status["sandbox"] = self._sandbox.health() if self._sandbox is not None else None
+        return status
 
     def reload_agent(self, name: str) -> bool:
         """Re-read, rebuild and test agent ``name`` now; swap it in if all is well (True)."""

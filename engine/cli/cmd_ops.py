@@ -221,4 +221,13 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         if error:
             label = "error" if a["error"] else "last error"
             lines += [f"    {label}: {p}" for p in error["problems"]]
+    sandbox = data.get("sandbox")
+    if sandbox:
+        lines.append(
+            f"sandbox: {sandbox['workers']}/{sandbox['size']} workers, {sandbox['busy']} busy, "
+            f"{sandbox['respawns_last_minute']} respawns in the last minute"
+        )
+        lines += [
+            f"    quarantined: {q['hook']} ({q['kills']} kills)" for q in sandbox["quarantined"]
+        ]
     return lines
