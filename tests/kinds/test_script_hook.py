@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import textwrap
@@ -116,12 +117,13 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
             agent_files(
                 f"examples_{lang}",
                 {
-                    name: f"kind: script_hook\nname: {name}\nscript: {REPO / 'scripts' / f'{name}.{lang}'}\nconfig: {json.dumps(config)}\n"
+                    name: f"kind: script_hook\nname: {name}\nscript: ../../../scripts/{name}.{lang}\nconfig: {json.dumps(config)}\n"
                     for name, config in EXAMPLE_CONFIG.items()
                 },
             )
         )
     write(root / "config", files)
+    shutil.copytree(REPO / "config" / "scripts", root / "config" / "scripts")
     with Engine.load(root / "config", db=str(root / "store.db")) as eng:
         yield eng
 
