@@ -332,6 +332,64 @@ EXAMPLE_TABLE: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
         {"question": "q", "answer": "Hello"},
         {"answer": "Hello"},
     ),
+    *[
+        (
+            f"destructive: {command}",
+            "tool_call",
+            {"name": "shell", "input": {"command": command}},
+            {"blocked": True},
+        )
+        for command in [
+            "rm --recursive --force /srv",
+            '"r""m" -rf /',
+            "\\rm -rf /",
+            "$(echo rm) -rf x",
+            "\uff52\uff4d -rf /",
+            "r\u200bm -rf /",
+            "python -c 'import shutil; shutil.rmtree(\"d\")'",
+            "git reset --hard",
+            "> data.db",
+            "FOO=1 /bin/rm x",
+        ]
+    ],
+    *[
+        (
+            f"benign: {command}",
+            "tool_call",
+            {"name": "shell", "input": {"command": command}},
+            {"blocked": False},
+        )
+        for command in ["git status", "cat README.md", "grep -r remove .", "docker run --rm img"]
+    ],
+    ("tool named remove", "tool_call", {"name": "remove", "input": {}}, {"blocked": True}),
+    ("tool named DropTable", "tool_call", {"name": "DropTable", "input": {}}, {"blocked": True}),
+    *[
+        (
+            f"secret: {text!r}",
+            "before_assistant_message",
+            {"question": "q", "answer": f"x {text} y"},
+            {"answer": "x [REDACTED] y"},
+        )
+        for text in [
+            "sk_live_51H8abcdEFGHijklMNOP",
+            "sk-proj-abcd\u200befgh1234ijkl5678",
+            "4111.1111.1111.1111",
+            "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.abcdefghijklmnop",
+        ]
+    ],
+    (
+        "JSON-escaped hyphen in a result",
+        "tool_result",
+        {"name": "read_file", "input": {}, "result": '{"k": "sk\\u002dproj-abcdefgh12345678"}'},
+        {"result": '{"k": "[REDACTED]"}'},
+    ),
+    (
+        "order number",
+        "before_assistant_message",
+        {"question": "q", "answer": "Order ORD-2024-000123, 12345678"},
+        {"answer": "Order ORD-2024-000123, 12345678"},
+    ),
     (
         "section",
         "before_call",
