@@ -157,7 +157,7 @@ def test_the_console_script_runs() -> None:
 OTHER = {".js": ".py", ".py": ".js"}
 
 
-@pytest.mark.parametrize("guard", ["no_deletes", "redact_secrets"])
+@pytest.mark.parametrize("guard", ["no_deletes", "redact_secrets", "allow_commands"])
 def test_the_demo_guards_pass_their_yaml_tests_in_the_other_language_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], guard: str
 ) -> None:

@@ -472,3 +472,27 @@ def test_a_runtime_error_in_an_inline_source_names_the_yaml_line(tmp_path: Path,
         out = engine.agent("a").tool_call("shell", {})
     # kind, name, language, source: | on lines 1-4; the script's line 2 is the YAML's line 6
     assert out.blocked and "inline.yaml:6" in (out.hooks[0].error or ""), out.hooks[0].error
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_allow_commands_runs_only_listed_tools_and_commands(tmp_path: Path, lang: str) -> None:
+    config = {"tools": ["shell", "read_file"], "commands": ["ls", "git status"]}
+    hook = f"kind: script_hook\nname: allow\nscript: ../../../scripts/allow_commands.{lang}\nconfig: {json.dumps(config)}\n"
+    root = write(tmp_path / "config", agent_files("a", {"allow": hook}))
+    shutil.copytree(REPO / "config" / "scripts", root / "scripts")
+    with Engine.load(root, db=str(tmp_path / "s.db")) as eng:
+        agent = eng.agent("a")
+        calls = {
+            ("shell", "ls -la"): False,
+            ("shell", "git status && ls"): False,
+            ("read_file", ""): False,
+            ("shell", "git push --force"): True,
+            ("shell", "ls $(rm -rf x)"): True,
+            ("delete_file", ""): True,
+            ("http", ""): True,
+        }
+        seen = {
+            call: agent.tool_call(call[0], {"command": call[1]}, user_id="u").blocked
+            for call in calls
+        }
+    assert seen == calls
