@@ -19,24 +19,28 @@ var SPACES = "\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008
   "\u202F\u205F\u3000";
 var HEX = "0123456789abcdefABCDEF";
 
-// Where a command word may start and end (so --rm or /tmp/rm/x are not the rm command).
-var BEFORE = "(^|[\\s;&|(){}$/!=:])";
-var AFTER = "(\\s|$|[;&|(){}])";
+// Commands that delete, found as words: what lies between separators, after its last "/"
+// (so /bin/rm is rm, while --rm and /srv/rm/ are not).
+var COMMANDS = ["rm", "unlink", "rmdir", "shred", "srm", "wipe", "wipefs", "truncate", "mkfs"];
+var SEPARATORS = ["\t", "\n", "\r", ";", "&", "|", "(", ")", "{", "}", "$", "!", "=", ":"];
+
+// [words, pattern]: a pattern runs only on text holding one of its words (a cheap check first).
 var DESTRUCTIVE = [
-  BEFORE + "(rm|unlink|rmdir|shred|srm|wipe|wipefs|truncate|mkfs(\\.\\w+)?)" + AFTER,
-  "\\brsync\\b.*\\s--(delete|remove-source-files)",
-  "\\bfind\\b.*\\s-delete\\b",
-  "\\bdd\\b.*\\bof=",
-  "\\bgit\\s+(.*\\s)?(clean|reset\\s+(.*\\s)?--hard)\\b",
-  "\\bmv\\b.*\\s/dev/null\\b",
-  "\\bcp\\s+/dev/null\\s",
-  "\\b(rmtree|removedirs|unlinksync|rmsync|rmdirsync)\\b",
-  "\\bos\\.(remove|unlink|rmdir)\\b",
-  "\\.(unlink|rmdir)\\s*\\(",
-  "\\bdrop\\s+(table|database|schema|index|view)\\b",
-  "\\bdelete\\s+from\\b"
+  [["rsync"], "\\brsync\\b.*\\s--(delete|remove-source-files)"],
+  [["find"], "\\bfind\\b.*\\s-delete\\b"],
+  [["dd"], "\\bdd\\b.*\\bof="],
+  [["git"], "\\bgit\\s+(.*\\s)?(clean|reset\\s+(.*\\s)?--hard)\\b"],
+  [["mv"], "\\bmv\\b.*\\s/dev/null\\b"],
+  [["cp"], "\\bcp\\s+/dev/null\\s"],
+  [["rmtree", "removedirs", "sync"], "\\b(rmtree|removedirs|unlinksync|rmsync|rmdirsync)\\b"],
+  [["os."], "\\bos\\.(remove|unlink|rmdir)\\b"],
+  [[".unlink", ".rmdir"], "\\.(unlink|rmdir)\\s*\\("],
+  [["drop"], "\\bdrop\\s+(table|database|schema|index|view)\\b"],
+  [["delete"], "\\bdelete\\s+from\\b"]
 ];
 // A tool whose name says it deletes, once split into words: delete_file, DeleteFile, remove.
+var NAME_WORDS = ["del", "remove", "rm", "drop", "destroy", "erase", "purge", "wipe",
+  "truncate", "unlink", "shred"];
 var DELETING_NAME = "(^|_)(delete|del|remove|rm|drop|destroy|erase|purge|wipe|truncate|unlink|rmdir|shred)(_|$)";
 
 function isHex(text) {
@@ -65,6 +69,7 @@ function decodeEscapes(text) {
 
 function fold(text) {
   text = decodeEscapes(text);
+  if (!/[^\x00-\x7F]/.test(text)) { return text; }
   var out = [];
   for (var i = 0; i < text.length; i++) {
     var ch = text.charAt(i);
@@ -85,23 +90,52 @@ function shellText(command) {
   return text;
 }
 
-// Redirections that truncate a file: any > except >>, N>&M, &>/dev/null and >/dev/null.
-function truncates(text, host) {
+// Redirections that truncate a file: any > left once >>, N>&M and >/dev/null are taken out.
+function withoutSafeRedirections(text) {
   var rest = text.split(">>").join(" ").split(">&").join(" ");
-  rest = rest.split(">/dev/null").join(" ").split("> /dev/null").join(" ");
-  return host.match(">", rest);
+  return rest.split(">/dev/null").join(" ").split("> /dev/null").join(" ");
 }
 
 function toolWords(name) {
-  var out = [];
   var text = fold(name);
-  for (var i = 0; i < text.length; i++) {
-    var ch = text.charAt(i);
-    var prev = i > 0 ? text.charAt(i - 1) : "";
-    if (ch >= "A" && ch <= "Z" && prev >= "a" && prev <= "z") { out.push("_"); }
-    out.push(ch === "-" || ch === "." || ch === " " ? "_" : ch);
+  if (text.toLowerCase() !== text) {
+    var out = [];
+    for (var i = 0; i < text.length; i++) {
+      var ch = text.charAt(i);
+      var prev = i > 0 ? text.charAt(i - 1) : "";
+      if (ch >= "A" && ch <= "Z" && prev >= "a" && prev <= "z") { out.push("_"); }
+      out.push(ch);
+    }
+    text = out.join("").toLowerCase();
   }
-  return out.join("").toLowerCase();
+  return text.split("-").join("_").split(".").join("_").split(" ").join("_");
+}
+
+// Cheap substring checks first: the patterns run only on text holding one of these words.
+function mentions(text, words) {
+  for (var i = 0; i < words.length; i++) {
+    if (text.indexOf(words[i]) >= 0) { return true; }
+  }
+  return false;
+}
+
+function deletingName(tool, forbidden, host) {
+  var name = toolWords(tool);
+  if (forbidden.map(toolWords).indexOf(name) >= 0) { return true; }
+  return host.config.by_name !== false && mentions(name, NAME_WORDS) &&
+    host.match(DELETING_NAME, name);
+}
+
+function runsDeletingCommand(text) {
+  for (var i = 0; i < SEPARATORS.length; i++) {
+    text = text.split(SEPARATORS[i]).join(" ");
+  }
+  var words = text.split(" ");
+  for (var j = 0; j < words.length; j++) {
+    var word = words[j].substr(words[j].lastIndexOf("/") + 1);
+    if (COMMANDS.indexOf(word) >= 0 || word.substr(0, 5) === "mkfs.") { return true; }
+  }
+  return false;
 }
 
 function commandOf(input) {
@@ -113,10 +147,8 @@ function commandOf(input) {
 }
 
 function on_tool_call(event, host) {
-  var forbidden = (host.config.forbidden || []).map(toolWords);
-  var name = toolWords(event.name);
-  var byName = host.config.by_name !== false && host.match(DELETING_NAME, name);
-  if (forbidden.indexOf(name) >= 0 || byName) {
+  var forbidden = host.config.forbidden || [];
+  if (forbidden.indexOf(event.name) >= 0 || deletingName(event.name, forbidden, host)) {
     return { block: "the tool " + event.name + " deletes data and is not allowed here" };
   }
   var shells = host.config.shell_tools || ["shell"];
@@ -124,10 +156,10 @@ function on_tool_call(event, host) {
   if (shells.indexOf(event.name) < 0 || command === null) {
     return null;
   }
-  var text = shellText(command);
-  var found = truncates(text, host);
+  var text = withoutSafeRedirections(shellText(command));
+  var found = text.indexOf(">") >= 0 || runsDeletingCommand(text);
   for (var i = 0; i < DESTRUCTIVE.length && !found; i++) {
-    found = host.match(DESTRUCTIVE[i], text);
+    found = mentions(text, DESTRUCTIVE[i][0]) && host.match(DESTRUCTIVE[i][1], text);
   }
   if (!found) {
     return null;

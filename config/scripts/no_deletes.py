@@ -23,23 +23,27 @@ SPACES = (
 )
 HEX = "0123456789abcdefABCDEF"
 
-# Where a command word may start and end (so --rm or /tmp/rm/x are not the rm command).
-BEFORE = "(^|[\\s;&|(){}$/!=:])"
-AFTER = "(\\s|$|[;&|(){}])"
+# Commands that delete, found as words: what lies between separators, after its last "/"
+# (so /bin/rm is rm, while --rm and /srv/rm/ are not).
+COMMANDS = ["rm", "unlink", "rmdir", "shred", "srm", "wipe", "wipefs", "truncate", "mkfs"]
+SEPARATORS = ["\t", "\n", "\r", ";", "&", "|", "(", ")", "{", "}", "$", "!", "=", ":"]
+
+# (words, pattern): a pattern runs only on text holding one of its words (a cheap check first).
 DESTRUCTIVE = [
-    BEFORE + "(rm|unlink|rmdir|shred|srm|wipe|wipefs|truncate|mkfs(\\.\\w+)?)" + AFTER,
-    "\\brsync\\b.*\\s--(delete|remove-source-files)",
-    "\\bfind\\b.*\\s-delete\\b",
-    "\\bdd\\b.*\\bof=",
-    "\\bgit\\s+(.*\\s)?(clean|reset\\s+(.*\\s)?--hard)\\b",
-    "\\bmv\\b.*\\s/dev/null\\b",
-    "\\bcp\\s+/dev/null\\s",
-    "\\b(rmtree|removedirs|unlinksync|rmsync|rmdirsync)\\b",
-    "\\bos\\.(remove|unlink|rmdir)\\b",
-    "\\.(unlink|rmdir)\\s*\\(",
-    "\\bdrop\\s+(table|database|schema|index|view)\\b",
-    "\\bdelete\\s+from\\b",
+    (["rsync"], "\\brsync\\b.*\\s--(delete|remove-source-files)"),
+    (["find"], "\\bfind\\b.*\\s-delete\\b"),
+    (["dd"], "\\bdd\\b.*\\bof="),
+    (["git"], "\\bgit\\s+(.*\\s)?(clean|reset\\s+(.*\\s)?--hard)\\b"),
+    (["mv"], "\\bmv\\b.*\\s/dev/null\\b"),
+    (["cp"], "\\bcp\\s+/dev/null\\s"),
+    (["rmtree", "removedirs", "sync"], "\\b(rmtree|removedirs|unlinksync|rmsync|rmdirsync)\\b"),
+    (["os."], "\\bos\\.(remove|unlink|rmdir)\\b"),
+    ([".unlink", ".rmdir"], "\\.(unlink|rmdir)\\s*\\("),
+    (["drop"], "\\bdrop\\s+(table|database|schema|index|view)\\b"),
+    (["delete"], "\\bdelete\\s+from\\b"),
 ]
+NAME_WORDS = ["del", "remove", "rm", "drop", "destroy", "erase", "purge", "wipe"]
+NAME_WORDS += ["truncate", "unlink", "shred"]
 # A tool whose name says it deletes, once split into words: delete_file, DeleteFile, remove.
 DELETING_NAME = (
     "(^|_)(delete|del|remove|rm|drop|destroy|erase|purge|wipe|truncate|unlink|rmdir|shred)(_|$)"
@@ -92,22 +96,46 @@ def shell_text(command):
     return text.replace("`", ";").replace("'", "").replace('"', "").replace("\\", "")
 
 
-def truncates(text, host):
-    """Redirections that truncate a file: any > except >>, N>&M, &>/dev/null and >/dev/null."""
+def without_safe_redirections(text):
+    """Redirections that truncate a file: any > left once >>, N>&M and >/dev/null are out."""
     rest = text.replace(">>", " ").replace(">&", " ")
-    rest = rest.replace(">/dev/null", " ").replace("> /dev/null", " ")
-    return host.match(">", rest)
+    return rest.replace(">/dev/null", " ").replace("> /dev/null", " ")
 
 
 def tool_words(name):
     text = fold(name)
-    out = []
-    for i, ch in enumerate(text):
-        prev = text[i - 1] if i > 0 else ""
-        if "A" <= ch <= "Z" and "a" <= prev <= "z":
-            out.append("_")
-        out.append("_" if ch in "-. " else ch)
-    return "".join(out).lower()
+    if text.lower() != text:
+        out = []
+        for i, ch in enumerate(text):
+            prev = text[i - 1] if i > 0 else ""
+            if "A" <= ch <= "Z" and "a" <= prev <= "z":
+                out.append("_")
+            out.append(ch)
+        text = "".join(out).lower()
+    return text.replace("-", "_").replace(".", "_").replace(" ", "_")
+
+
+def mentions(text, words):
+    """Cheap substring checks first: the patterns run only on text holding one of these."""
+    return any(word in text for word in words)
+
+
+def deleting_name(tool, forbidden, host):
+    name = tool_words(tool)
+    if name in [tool_words(n) for n in forbidden]:
+        return True
+    by_name = host.config.get("by_name", True) is not False
+    return by_name and mentions(name, NAME_WORDS) and host.match(DELETING_NAME, name)
+
+
+def runs_deleting_command(text):
+    for separator in SEPARATORS:
+        text = text.replace(separator, " ")
+    for word in text.split(" "):
+        word = word[word.rfind("/") + 1 :]
+        if word in COMMANDS or word[:5] == "mkfs.":
+            return True
+    return False
 
 
 def command_of(tool_input):
@@ -118,21 +146,19 @@ def command_of(tool_input):
 
 
 def on_tool_call(event, host):
-    forbidden = [tool_words(n) for n in host.config.get("forbidden", [])]
-    name = tool_words(event["name"])
-    by_name = host.config.get("by_name", True) is not False and host.match(DELETING_NAME, name)
-    if name in forbidden or by_name:
+    forbidden = host.config.get("forbidden", [])
+    if event["name"] in forbidden or deleting_name(event["name"], forbidden, host):
         return {"block": "the tool " + event["name"] + " deletes data and is not allowed here"}
     shells = host.config.get("shell_tools", ["shell"])
     command = command_of(event["input"])
     if event["name"] not in shells or command is None:
         return None
-    text = shell_text(command)
-    found = truncates(text, host)
-    for pattern in DESTRUCTIVE:
+    text = without_safe_redirections(shell_text(command))
+    found = ">" in text or runs_deleting_command(text)
+    for words, pattern in DESTRUCTIVE:
         if found:
             break
-        found = host.match(pattern, text)
+        found = mentions(text, words) and host.match(pattern, text)
     if not found:
         return None
     host.log("destructive command refused: " + command)
