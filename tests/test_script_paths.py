@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import hookengine
+from engine.cli import hook_tool, hookengine
 from engine.config import scriptfile
 from engine.errors import ConfigError
 from engine.runtime import Engine
@@ -275,3 +275,17 @@ def test_the_error_of_an_author_keeps_its_position_and_kind() -> None:
 
 def test_the_read_cap_is_the_sandbox_source_limit() -> None:
     assert Limits().max_source_bytes == scriptfile.MAX_SCRIPT_BYTES
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_hook_tool_keeps_a_lone_hooks_script_in_its_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lang: str
+) -> None:
+    (tmp_path / "lone").mkdir()
+    (tmp_path / f"guard.{lang}").write_text(VALID[lang])
+    (tmp_path / "lone" / f"inside.{lang}").write_text(VALID[lang])
+    (tmp_path / "lone" / "out.yaml").write_text(hook_yaml(f"../guard.{lang}"))
+    (tmp_path / "lone" / "in.yaml").write_text(hook_yaml(f"inside.{lang}"))
+    assert hook_tool.main([str(tmp_path / "lone" / "out.yaml"), "tool", "shell", "{}"]) == 2
+    assert "out.yaml:3: script:" in capsys.readouterr().err
+    assert hook_tool.main([str(tmp_path / "lone" / "in.yaml"), "tool", "shell", "{}"]) == 0
