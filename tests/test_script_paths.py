@@ -289,3 +289,24 @@ def test_hook_tool_keeps_a_lone_hooks_script_in_its_folder(
     assert hook_tool.main([str(tmp_path / "lone" / "out.yaml"), "tool", "shell", "{}"]) == 2
     assert "out.yaml:3: script:" in capsys.readouterr().err
     assert hook_tool.main([str(tmp_path / "lone" / "in.yaml"), "tool", "shell", "{}"]) == 0
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_special_file_is_refused_without_being_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lang: str, kind: str
+) -> None:
+    """The stat comes first: a special file is never opened (opening some devices has effects)."""
+    config = make_config(tmp_path, lang, fifo if kind == "fifo" else directory)
+    opened: list[str] = []
+    real_open = os.open
+
+    def spy(path: object, *args: object, **kw: object) -> int:
+        opened.append(str(path))
+        return real_open(path, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scriptfile.os, "open", spy)
+    with pytest.raises(ConfigError) as info:
+        Engine.load(config, db=":memory:", records=False)
+    assert "not a regular file" in str(info.value)
+    assert not [path for path in opened if path.endswith(f"guard.{lang}")]

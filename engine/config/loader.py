@@ -187,7 +187,7 @@ def load_hook_file(
     script_path = script_text = None
     if isinstance(config, ScriptHookConfig) and config.script is not None:
         ref = ScriptRef(shown, doc.line_of(("script",)))
-        folder = root or find_config_root(path.parent) or path.parent
+        folder = root or find_config_root(path.resolve().parent) or path.resolve().parent
         script_path, script_text, problems = read_script(path, config.script, root=folder, ref=ref)
         if problems:
             return None, problems

@@ -83,18 +83,22 @@ def _resolve(folder: Path, name: str, root: Path) -> Path:
 
 
 def _read(target: Path) -> str:
+    """Stat before open (a device is never opened), then check the opened file again."""
     try:
+        _regular(os.stat(target).st_mode)
         fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError as exc:
         raise ScriptFileError(_reason(exc)) from None
-    mode = os.fstat(fd).st_mode  # checked on the opened file: no race with a swap
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        kind = _KINDS.get(stat.S_IFMT(mode), "a device or special file")
-        raise ScriptFileError(f"is {kind}, not a regular file")
     with os.fdopen(fd, "rb") as file:
+        _regular(os.fstat(fd).st_mode)  # the file opened is the one checked: no swap between
         data = file.read(MAX_SCRIPT_BYTES + 1)
     return _text(data)
+
+
+def _regular(mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "a device or special file")
+        raise ScriptFileError(f"is {kind}, not a regular file")
 
 
 def _text(data: bytes) -> str:
