@@ -8,6 +8,7 @@ import threading
 import uuid
 import weakref
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from engine.config import ProjectConfig, load_project
 from engine.config.loader import AgentSpec, HookSpec
 from engine.config.models import EngineSettings
+from engine.config.scriptfile import without_tokens
 from engine.errors import ConfigError, EngineError, InputError, Problem, ScriptCompileError
 from engine.kinds import BuildEnv, build_hook
 from engine.kinds.base import Memo
@@ -257,7 +259,7 @@ def _script_problem(spec: HookSpec, problem: Problem) -> Problem:
         return Problem(
             spec.shown, offset or None, "source", problem.message, problem.hint, problem.column
         )
-    return problem
+    return replace(problem, message=without_tokens(problem.message))
 
 
 class Agent:
