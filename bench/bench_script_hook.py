@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -62,13 +63,14 @@ TARGET_P50_US = 150.0
 
 def write_config(root: Path) -> Path:
     config = root / "config"
+    shutil.copytree(ROOT / "config" / "scripts", config / "scripts")
     for lang, suffix in (("js", "js"), ("py", "py")):
         hooks = config / "agents" / lang / "hooks"
         hooks.mkdir(parents=True)
         (config / "agents" / lang / "agent.yaml").write_text("hooks: [no_deletes]\n")
         (hooks / "no_deletes.yaml").write_text(
             "kind: script_hook\nname: no_deletes\n"
-            f"script: {ROOT / 'scripts' / f'no_deletes.{suffix}'}\n"
+            f"script: ../../../scripts/no_deletes.{suffix}\n"
             f"config:\n  forbidden: {json.dumps(FORBIDDEN)}\n  shell_tools: [shell]\n"
         )
     return config

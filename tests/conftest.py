@@ -112,11 +112,10 @@ __all__ = ["REPO", "FakeHook", "HookSpec", "pipeline", "raising", "returning", "
 
 
 def copy_demo(folder: Path) -> Path:
-    """A copy of the demo project (config/ and the scripts/ its hooks use) under ``folder``;
+    """A copy of the demo project (config/, with the scripts its hooks use) under ``folder``;
     returns the copied config folder."""
     import shutil
 
-    shutil.copytree(REPO / "scripts", folder / "scripts")
     shutil.copytree(REPO / "config", folder / "config")
     return folder / "config"
 

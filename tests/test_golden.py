@@ -81,7 +81,8 @@ def test_replay_after_allowing_deletes(
 ) -> None:
     root, db = demo_run
     guard = root / "agents/demo/hooks/no_deletes.yaml"
-    guard.write_text(guard.read_text().replace("delete_file", "remove_everything"))
+    text = guard.read_text().replace("delete_file", "archive_file")
+    guard.write_text(text.replace("by_name: true", "by_name: false"))
     with Engine.load(root, db=db, records=False) as engine:
         report = replay(engine, load_records(engine, agent="demo"))
     # the subject line leads with the record's time and id: different every run

@@ -152,3 +152,26 @@ def test_the_console_script_runs() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert " passed in " in done.stdout and "failed" not in done.stdout
+
+
+OTHER = {".js": ".py", ".py": ".js"}
+
+
+@pytest.mark.parametrize("guard", ["no_deletes", "redact_secrets", "allow_commands"])
+def test_the_demo_guards_pass_their_yaml_tests_in_the_other_language_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], guard: str
+) -> None:
+    """The demo wires one language per guard; the same YAML tests must pass with the other."""
+    root = copy_demo(tmp_path)
+    hook = root / "agents" / "demo" / "hooks" / f"{guard}.yaml"
+    text = hook.read_text()
+    suffix = ".js" if f"{guard}.js" in text else ".py"
+    hook.write_text(text.replace(f"{guard}{suffix}", f"{guard}{OTHER[suffix]}"))
+    assert f"{guard}{OTHER[suffix]}" in hook.read_text()
+    spec, problems = load_hook_file(hook)
+    assert not problems and spec is not None and spec.script_path is not None
+    assert spec.script_path.suffix == OTHER[suffix]
+    assert hook_tool([str(hook), "test"]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    passed = int(re.search(r"(\d+) passed", out).group(1))  # type: ignore[union-attr]
+    assert passed >= 20 and "failed" not in out

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from engine.config.models import KINDS, AgentConfig, EngineSettings, HookBase, ScriptHookConfig
+from engine.config.scriptfile import ScriptRef, read_script
 from engine.config.yamlfile import Loc, YamlDoc, dotted, read_yaml
 from engine.errors import ConfigError, Problem
 from engine.points import suggest
@@ -157,8 +158,14 @@ def validate(model: type[BaseModel], doc: YamlDoc, shown: str) -> tuple[Any, lis
 # -- files ---------------------------------------------------------------------------------
 
 
-def load_hook_file(path: Path, *, layer: Layer = "agent") -> tuple[HookSpec | None, list[Problem]]:
-    """Read and validate one hook YAML file (and read its script, if it has one)."""
+def load_hook_file(
+    path: Path, *, layer: Layer = "agent", root: Path | None = None
+) -> tuple[HookSpec | None, list[Problem]]:
+    """Read and validate one hook YAML file (and read its script, if it has one).
+
+    ``root`` is the config folder a script must lie in (default: the nearest folder above the
+    hook holding engine.yaml or agents/, else the hook's own folder).
+    """
     shown = show(path)
     doc, problems = read_yaml(path, shown)
     if doc is None or problems:
@@ -179,27 +186,11 @@ def load_hook_file(path: Path, *, layer: Layer = "agent") -> tuple[HookSpec | No
         return None, problems
     script_path = script_text = None
     if isinstance(config, ScriptHookConfig) and config.script is not None:
-        script_path = (path.parent / config.script).resolve()
-        try:
-            script_text = script_path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None, [
-                Problem(
-                    shown,
-                    doc.line_of(("script",)),
-                    "script",
-                    f"script file not found: {show(script_path)}",
-                )
-            ]
-        except (OSError, UnicodeDecodeError) as exc:
-            return None, [
-                Problem(
-                    shown,
-                    doc.line_of(("script",)),
-                    "script",
-                    f"cannot read script {show(script_path)}: {exc}",
-                )
-            ]
+        ref = ScriptRef(shown, doc.line_of(("script",)))
+        folder = root or find_config_root(path.resolve().parent) or path.resolve().parent
+        script_path, script_text, problems = read_script(path, config.script, root=folder, ref=ref)
+        if problems:
+            return None, problems
     version = digest(doc.text, script_text or "")
     spec = HookSpec(
         config, path.resolve(), shown, version, layer, script_path, script_text, dict(doc.lines)
@@ -232,7 +223,7 @@ def _hook_paths(
 
 
 def _load_hooks(
-    paths: list[tuple[Path, int | None]], owner: str, layer: Layer
+    paths: list[tuple[Path, int | None]], owner: str, layer: Layer, root: Path
 ) -> tuple[list[HookSpec], list[Problem]]:
     specs: list[HookSpec] = []
     problems: list[Problem] = []
@@ -247,7 +238,7 @@ def _load_hooks(
                 )
             )
             continue
-        spec, found = load_hook_file(path, layer=layer)
+        spec, found = load_hook_file(path, layer=layer, root=root)
         problems += found
         if spec is not None:
             specs.append(spec)
@@ -277,7 +268,7 @@ def load_host_layer(root: Path, settings: EngineSettings) -> tuple[list[HookSpec
     if engine_yaml.exists():
         doc, _ = read_yaml(engine_yaml, show(engine_yaml))
     paths = _hook_paths(root, settings.hook_files, settings.hooks, doc)
-    specs, problems = _load_hooks(paths, show(engine_yaml), "host")
+    specs, problems = _load_hooks(paths, show(engine_yaml), "host", root)
     return specs, problems + _duplicates(specs)
 
 
@@ -295,7 +286,7 @@ def load_agent(
     if config is None:
         raise ConfigError(problems)
     paths = _hook_paths(folder, config.hook_files, config.hooks, doc)
-    specs, problems = _load_hooks(paths, shown, "agent")
+    specs, problems = _load_hooks(paths, shown, "agent", root)
     if not paths:
         problems.append(
             Problem(

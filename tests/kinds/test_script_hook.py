@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -116,12 +118,13 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
             agent_files(
                 f"examples_{lang}",
                 {
-                    name: f"kind: script_hook\nname: {name}\nscript: {REPO / 'scripts' / f'{name}.{lang}'}\nconfig: {json.dumps(config)}\n"
+                    name: f"kind: script_hook\nname: {name}\nscript: ../../../scripts/{name}.{lang}\nconfig: {json.dumps(config)}\n"
                     for name, config in EXAMPLE_CONFIG.items()
                 },
             )
         )
     write(root / "config", files)
+    shutil.copytree(REPO / "config" / "scripts", root / "config" / "scripts")
     with Engine.load(root / "config", db=str(root / "store.db")) as eng:
         yield eng
 
@@ -149,6 +152,11 @@ def test_a_crashed_worker_blocks_the_tool_and_the_next_call_works(
         os.kill(worker.proc.pid, signal.SIGKILL)
     out = agent.tool_call("x", user_id="crash")
     assert out.blocked and out.hooks[0].cause == "crashed" and "'counter'" in (out.reason or "")
+    # replacements start in the background (rate-limited), not on a caller's path
+    deadline = time.monotonic() + 15
+    while pool.health()["respawns_pending"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pool.health()["workers"] == pool.health()["size"]
     assert not agent.tool_call("x", user_id="crash").blocked
 
 
@@ -330,6 +338,64 @@ EXAMPLE_TABLE: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
         {"question": "q", "answer": "Hello"},
         {"answer": "Hello"},
     ),
+    *[
+        (
+            f"destructive: {command}",
+            "tool_call",
+            {"name": "shell", "input": {"command": command}},
+            {"blocked": True},
+        )
+        for command in [
+            "rm --recursive --force /srv",
+            '"r""m" -rf /',
+            "\\rm -rf /",
+            "$(echo rm) -rf x",
+            "\uff52\uff4d -rf /",
+            "r\u200bm -rf /",
+            "python -c 'import shutil; shutil.rmtree(\"d\")'",
+            "git reset --hard",
+            "> data.db",
+            "FOO=1 /bin/rm x",
+        ]
+    ],
+    *[
+        (
+            f"benign: {command}",
+            "tool_call",
+            {"name": "shell", "input": {"command": command}},
+            {"blocked": False},
+        )
+        for command in ["git status", "cat README.md", "grep -r remove .", "docker run --rm img"]
+    ],
+    ("tool named remove", "tool_call", {"name": "remove", "input": {}}, {"blocked": True}),
+    ("tool named DropTable", "tool_call", {"name": "DropTable", "input": {}}, {"blocked": True}),
+    *[
+        (
+            f"secret: {text!r}",
+            "before_assistant_message",
+            {"question": "q", "answer": f"x {text} y"},
+            {"answer": "x [REDACTED] y"},
+        )
+        for text in [
+            "sk_live_51H8abcdEFGHijklMNOP",
+            "sk-proj-abcd\u200befgh1234ijkl5678",
+            "4111.1111.1111.1111",
+            "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.abcdefghijklmnop",
+        ]
+    ],
+    (
+        "JSON-escaped hyphen in a result",
+        "tool_result",
+        {"name": "read_file", "input": {}, "result": '{"k": "sk\\u002dproj-abcdefgh12345678"}'},
+        {"result": '{"k": "[REDACTED]"}'},
+    ),
+    (
+        "order number",
+        "before_assistant_message",
+        {"question": "q", "answer": "Order ORD-2024-000123, 12345678"},
+        {"answer": "Order ORD-2024-000123, 12345678"},
+    ),
     (
         "section",
         "before_call",
@@ -412,3 +478,27 @@ def test_a_runtime_error_in_an_inline_source_names_the_yaml_line(tmp_path: Path,
         out = engine.agent("a").tool_call("shell", {})
     # kind, name, language, source: | on lines 1-4; the script's line 2 is the YAML's line 6
     assert out.blocked and "inline.yaml:6" in (out.hooks[0].error or ""), out.hooks[0].error
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_allow_commands_runs_only_listed_tools_and_commands(tmp_path: Path, lang: str) -> None:
+    config = {"tools": ["shell", "read_file"], "commands": ["ls", "git status"]}
+    hook = f"kind: script_hook\nname: allow\nscript: ../../../scripts/allow_commands.{lang}\nconfig: {json.dumps(config)}\n"
+    root = write(tmp_path / "config", agent_files("a", {"allow": hook}))
+    shutil.copytree(REPO / "config" / "scripts", root / "scripts")
+    with Engine.load(root, db=str(tmp_path / "s.db")) as eng:
+        agent = eng.agent("a")
+        calls = {
+            ("shell", "ls -la"): False,
+            ("shell", "git status && ls"): False,
+            ("read_file", ""): False,
+            ("shell", "git push --force"): True,
+            ("shell", "ls $(rm -rf x)"): True,
+            ("delete_file", ""): True,
+            ("http", ""): True,
+        }
+        seen = {
+            call: agent.tool_call(call[0], {"command": call[1]}, user_id="u").blocked
+            for call in calls
+        }
+    assert seen == calls

@@ -1,0 +1,131 @@
+// redact_secrets: hide API keys, tokens, private keys, passwords, IBANs and card numbers in
+// answers (before_assistant_message) and in tool results (tool_result). host.config.patterns
+// adds more.
+//
+// Each string is first normalised, the same way as redact_secrets.py:
+//   1. escapes \uXXXX and \xHH are decoded (a JSON-escaped "sk\u002dproj-..." reads sk-proj-);
+//   2. compatibility characters are folded: fullwidth ASCII (U+FF01-FF5E) to ASCII, dashes and
+//      minus signs to "-", unusual spaces to " "; zero-width, bidi controls and soft hyphens
+//      are dropped.
+// A string that needs no folding is redacted as it is. A string that does, and that holds a
+// secret, is returned folded with the secrets replaced (the hiding characters go with them);
+// one that holds no secret is returned unchanged.
+
+var DIGITS = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+// [words, pattern]: a pattern runs only on a string whose lower-cased text holds one of
+// its words (a cheap check: the pattern engine costs microseconds per character).
+var SECRETS = [
+  [["sk-"], "\\bsk-[A-Za-z0-9_-]{16,}"],  // OpenAI-style keys (sk-proj-...)
+  [["k_live_", "k_test_"], "\\b[rsp]k_(live|test)_[A-Za-z0-9]{10,}"],  // Stripe keys
+  [["ghp_", "gho_", "ghu_", "ghs_", "ghr_"], "\\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"],  // GitHub tokens
+  [["github_pat_"], "\\bgithub_pat_[A-Za-z0-9_]{20,}"],  // GitHub fine-grained tokens
+  [["xox"], "\\bxox[abposr]-[A-Za-z0-9-]{10,}"],  // Slack tokens
+  [["aiza"], "\\bAIza[0-9A-Za-z_-]{35}"],  // Google API keys
+  [["akia", "asia"], "\\b(AKIA|ASIA)[0-9A-Z]{16}\\b"],  // AWS access key ids
+  [["secret"], "(?i)\\baws_?secret_?(access_?)?key\\b\\s*[:=]\\s*[A-Za-z0-9/+=]{40}"],  // AWS secret keys
+  [["eyj"], "\\beyJ[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]{8,}"],  // JWTs
+  [["private key"], "-----BEGIN [A-Z ]*PRIVATE KEY-----[^-]*-----END [A-Z ]*PRIVATE KEY-----"],
+  [["bearer"], "(?i)\\bbearer\\s+[A-Za-z0-9._~+/=-]{12,}"],  // Authorization: Bearer ...
+  [["pass", "pwd"], "(?i)\\b(password|passwd|pwd)\\s*[:=]\\s*[^\\s,;&\"'\\[]{3,}"],  // password=... pairs
+  [DIGITS, "\\b[A-Z]{2}\\d{2} ?[A-Z0-9]{4} ?\\d{4} ?\\d{4}( ?[A-Z0-9]{4}){0,4}( ?[A-Z0-9]{1,3})?\\b"],  // IBAN
+  [DIGITS, "\\b\\d{4}([ .-]?\\d{4}){3}\\b"],  // cards, 16 digits
+  [DIGITS, "\\b3[47]\\d{2}[ .-]?\\d{6}[ .-]?\\d{5}\\b"]  // cards, 15 digits (Amex)
+];
+var DROPPED = "\u00AD\u180E\u200B\u200C\u200D\u200E\u200F\u202A\u202B\u202C\u202D\u202E" +
+  "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\uFEFF";
+var DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\uFE58\uFE63";
+var SPACES = "\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200A" +
+  "\u202F\u205F\u3000";
+var HEX = "0123456789abcdefABCDEF";
+
+function isHex(text) {
+  for (var i = 0; i < text.length; i++) {
+    if (HEX.indexOf(text.charAt(i)) < 0) { return false; }
+  }
+  return text.length > 0;
+}
+
+function decodeEscapes(text) {
+  if (text.indexOf("\\") < 0) { return text; }
+  var parts = text.split("\\");
+  var out = [parts[0]];
+  for (var i = 1; i < parts.length; i++) {
+    var part = parts[i];
+    var size = part.charAt(0) === "u" ? 4 : (part.charAt(0) === "x" ? 2 : 0);
+    var digits = part.substr(1, size);
+    if (size > 0 && digits.length === size && isHex(digits)) {
+      out.push(String.fromCharCode(parseInt(digits, 16)) + part.substr(1 + size));
+    } else {
+      out.push("\\" + part);
+    }
+  }
+  return out.join("");
+}
+
+function fold(text) {
+  text = decodeEscapes(text);
+  if (!/[^\x00-\x7F]/.test(text)) { return text; }
+  var out = [];
+  for (var i = 0; i < text.length; i++) {
+    var ch = text.charAt(i);
+    var code = text.charCodeAt(i);
+    if (code < 128) { out.push(ch); }
+    else if (DROPPED.indexOf(ch) >= 0) { continue; }
+    else if (DASHES.indexOf(ch) >= 0) { out.push("-"); }
+    else if (SPACES.indexOf(ch) >= 0) { out.push(" "); }
+    else if (code >= 0xFF01 && code <= 0xFF5E) { out.push(String.fromCharCode(code - 0xFEE0)); }
+    else { out.push(ch); }
+  }
+  return out.join("");
+}
+
+function mentions(text, words) {
+  for (var i = 0; i < words.length; i++) {
+    if (text.indexOf(words[i]) >= 0) { return true; }
+  }
+  return false;
+}
+
+function patterns(text, host) {
+  var lower = text.toLowerCase();
+  var found = SECRETS.filter(function (s) { return mentions(lower, s[0]); });
+  return found.map(function (s) { return s[1]; }).concat(host.config.patterns || []);
+}
+
+function scrub(text, host) {
+  var replacement = host.config.replacement || "[REDACTED]";
+  var folded = fold(text);
+  var active = patterns(folded, host);
+  if (active.length === 0) { return text; }
+  var redacted = host.redact(folded, active, replacement);
+  return redacted === folded ? text : redacted;
+}
+
+function clean(value, host) {
+  if (typeof value === "string") {
+    return scrub(value, host);
+  }
+  if (Array.isArray(value)) {
+    return value.map(function (item) { return clean(item, host); });
+  }
+  if (value !== null && typeof value === "object") {
+    var out = {};
+    Object.keys(value).forEach(function (k) { out[k] = clean(value[k], host); });
+    return out;
+  }
+  return value;
+}
+
+function on_before_assistant_message(event, host) {
+  var answer = clean(event.answer, host);
+  return answer === event.answer ? null : { answer: answer };
+}
+
+function on_tool_result(event, host) {
+  var result = clean(event.result, host);
+  if (JSON.stringify(result) === JSON.stringify(event.result)) {
+    return null;
+  }
+  host.emit({ type: "status", data: { description: "secrets redacted from " + event.name } });
+  return { result: result };
+}
