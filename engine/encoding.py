@@ -169,12 +169,14 @@ def encode(
 
 def encode_fields(fields: Mapping[str, Any], *, redact: Iterable[str] = ()) -> dict[str, Any]:
     """Like ``encode`` for a mapping whose keys are a schema (a record's parts): every key
-    stays as it is (escaped, never cut or redacted), the budget cuts the values in key order."""
+    stays as it is (escaped, never cut or redacted), the budget cuts the values in key order,
+    and each value may nest ``max_depth`` levels below the part (as events may below the
+    event: engine/boundary.py)."""
     redact = tuple(redact)
     if is_clean(fields, redact=redact):
         return dict(fields)
     encoder = Encoder(redact=redact)
-    return {escape_text(str(key)): encoder.value(value, 1) for key, value in fields.items()}
+    return {escape_text(str(key)): encoder.value(value) for key, value in fields.items()}
 
 
 def is_clean(

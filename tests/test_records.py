@@ -262,3 +262,15 @@ def test_each_part_of_a_record_has_its_own_budget() -> None:
     assert out.hooks[1].logs == ["decided: block", "bad \\ud800"]
     assert out.outcome == {"blocked": False} and out.generation == 3
     assert len(out.model_dump_json()) < 2_500_000
+
+
+def test_a_record_part_may_nest_as_deep_as_the_boundary_lets_an_event() -> None:
+    deep: Any = "leaf"
+    for _ in range(64):
+        deep = [deep]
+    kept = prepare(make_record({"input": deep, "x": "\ud800"}), [])
+    assert kept.event["input"] == deep and kept.event["x"] == "\\ud800"
+    cut = prepare(make_record({"input": [deep], "x": "\ud800"}), [])
+    marker = '"[truncated: nested deeper than 64]"'
+    text = json.dumps(cut.event["input"])
+    assert marker in text and text.replace(marker, "").count("[") == 64
