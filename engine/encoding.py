@@ -5,7 +5,7 @@ The rule (docs/operations.md, "Record encoding"), applied to every string, key a
 - a lone surrogate (U+D800..U+DFFF; a valid pair is joined first) or a NUL character
   becomes the six characters of its escape, ``\\ud800`` or ``\\u0000`` (PostgreSQL refuses
   both, and UTF-8 cannot encode a surrogate); the code point stays readable;
-- NaN and the infinities become the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``;
+- NaN and the infinities become ``null``, as in events (engine/boundary.py);
 - a string longer than ``max_string`` characters keeps its start and ends with
   ``[truncated: N characters]`` (N: the original length);
 - a list or mapping nested deeper than ``max_depth`` becomes
@@ -36,14 +36,13 @@ REDACTED = "***"
 
 _UNSAFE = re.compile("[\x00\ud800-\udfff]")
 _NOT_MARKS = bytes(b for b in range(256) if b not in b'"[]{}')
-_PAIR = re.compile(rb"\[\]|\{\}")
-_SUSPECT = (b"NaN", b"Infinity", b"\\u0000")
-"""Bytes that may be a non-JSON number or a NUL (or only text that looks like one)."""
+_ONE_KIND = bytes.maketrans(b"{}", b"[]")
+_NUL = b"\\u0000"
+"""A NUL as JSON writes it (or only text that looks like one)."""
 _LONG = 3000
 _DIGITS = b"0123456789"
 _LONG_NUMBER = re.compile(rb"[0-9]{%d}" % _LONG)
 """A number that may be too long to print (see ``_INT_BITS``), or just many digits."""
-_FLOATS = {math.inf: "Infinity", -math.inf: "-Infinity"}
 _INT_BITS = 10_000
 """Beyond this an int cannot be printed (Python's 4300-digit limit is about 14,000 bits)."""
 
@@ -112,11 +111,11 @@ class Encoder:
             text = escape_text(text)
         return text
 
-    def number(self, number: int | float) -> int | float | str:
+    def number(self, number: int | float) -> int | float | str | None:
         self.left -= 1
         if isinstance(number, float) and not math.isfinite(number):
             self.marked += 1
-            return _FLOATS.get(number, "NaN")
+            return None
         if isinstance(number, int) and number.bit_length() > _INT_BITS:
             self.marked += 1
             return f"[truncated: integer of {number.bit_length()} bits]"
@@ -190,10 +189,10 @@ def is_clean(
     of it (False: not sure). Its JSON is at most ``max_length`` bytes. One pass of the
     serializer in Rust, then byte searches: most records never reach the Python walk."""
     try:  # a lone surrogate, an unknown type or very deep nesting fails here
-        raw = pydantic_core.to_json(value, inf_nan_mode="constants")
+        raw = pydantic_core.to_json(value, inf_nan_mode="null")  # as the store writes them
     except (pydantic_core.PydanticSerializationError, ValueError, RecursionError):
         return False
-    if len(raw) > max_length or any(mark in raw for mark in _SUSPECT):
+    if len(raw) > max_length or _NUL in raw:
         return False
     if len(raw) - len(raw.translate(None, _DIGITS)) >= _LONG and _LONG_NUMBER.search(raw):
         return False
@@ -217,12 +216,12 @@ def _depth_fits(raw: bytes, max_depth: int) -> bool:
         return True
     if b"\\" in raw:  # left to right, escaped backslashes first: then each \" is a quote
         raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
-    quoted = raw.translate(None, _NOT_MARKS).split(b'"')
+    quoted = raw.translate(_ONE_KIND, _NOT_MARKS).split(b'"')
     marks = b"".join(quoted[::2])  # quotes now pair up: every other piece was inside one
-    for _ in range(max_depth):
+    for _ in range(max_depth):  # valid JSON nests properly, so [ and { may count alike
         if not marks:
             return True
-        marks = _PAIR.sub(b"", marks)
+        marks = marks.replace(b"[]", b"")  # one level: replace() does not rescan its output
     return not marks
 
 
