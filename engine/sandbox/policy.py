@@ -58,8 +58,14 @@ GUARDED_BINOPS: dict[type[ast.operator], str] = {
     ast.Pow: "**",
     ast.LShift: "<<",
     ast.Mod: "%",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.BitAnd: "&",
+    ast.Sub: "-",
 }
-"""Operators that can build huge values in one C call; they go through ``_binop_``."""
+"""Operators that go through ``_binop_``: the first four can build huge values in one C call
+(``%`` also prints reprs, which lose their addresses); the others build a set from a dict view,
+whose elements are checked like any set's."""
 
 Problem = tuple[int | None, int | None, str]
 
@@ -85,7 +91,8 @@ class ScriptPolicy(RestrictingNodeTransformer):
     Ours: no imports or classes at all (rejected here, not at call time); a ``_tick_()`` at
     the top of every loop body, function, except handler and finally block so a deadline
     cannot be caught and ignored; size guards around ``*`` ``**`` ``<<`` ``%`` and f-string
-    padding; starred unpacking marked so the unpack guard knows how much it may take.
+    padding; set displays and comprehensions built by ``_set_``, which refuses elements hashed
+    by identity; starred unpacking marked so the unpack guard knows how much it may take.
     """
 
     def __init__(self) -> None:
@@ -127,6 +134,15 @@ class ScriptPolicy(RestrictingNodeTransformer):
         if symbol is None:
             return node
         return copy_locations(_call("_binop_", ast.Constant(symbol), node.left, node.right), node)
+
+    def visit_Set(self, node: ast.Set) -> Any:
+        node = self.node_contents_visit(node)
+        return copy_locations(_call("_set_", ast.List(elts=node.elts, ctx=ast.Load())), node)
+
+    def visit_SetComp(self, node: ast.SetComp) -> Any:
+        node = _same(node, super().visit_SetComp(node))
+        items = ast.GeneratorExp(elt=node.elt, generators=node.generators)
+        return copy_locations(_call("_set_", items), node)
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> Any:
         node = self.node_contents_visit(node)
