@@ -65,9 +65,10 @@ def check_percent(budget: Budget, fmt: str | bytes, args: Any) -> None:
         values = list(args)
     else:
         values = [args]
-    for value in values:
-        total += text_size(value, limit - total)
     budget.sequence(total)
+    measure = _Measure(limit)
+    for value in values:
+        total += measure.size(value, total)
 
 
 def text_size(value: Any, limit: int) -> int:
@@ -76,45 +77,56 @@ def text_size(value: Any, limit: int) -> int:
     A container that appears many times is measured once, so ``[[x] * 1000] * 1000`` takes
     about 2,000 steps, not a million. Escapes in a string's repr are not counted.
     """
-    return _measure(value, {}, limit)
+    return _Measure(limit).size(value, 0)
 
 
-def _measure(value: Any, seen: dict[int, int], limit: int) -> int:
-    kind = type(value)
-    if kind is str or kind is bytes:
-        size = len(value) + 3
-    elif kind is int:
-        size = value.bit_length() * 31 // 100 + 2
-    elif kind is bool or kind is float or value is None:
-        size = 25
-    elif kind in _CONTAINERS or isinstance(value, BaseException):
-        known = seen.get(id(value))
-        if known is not None:
-            return known
-        seen[id(value)] = 5  # a container inside itself prints as [...]
-        size = _measure_items(value, seen, limit)
-        seen[id(value)] = size
-    else:
-        size = _OTHER_SIZE
-    if size > limit:
-        raise SizeLimit(f"would build a text of more than {limit} characters")
-    return size
+class _Measure:
+    """One ``text_size`` walk: the sizes of the containers seen so far, by identity."""
 
+    __slots__ = ("limit", "seen")
 
-def _measure_items(value: Any, seen: dict[int, int], limit: int) -> int:
-    if isinstance(value, BaseException):
-        items: Any = value.args
-        size = len(type(value).__name__) + 4
-    elif type(value) is dict:
-        items = (x for pair in value.items() for x in pair)
-        size = 2
-    else:
-        items, size = value, 12
-    for item in items:
-        size += _measure(item, seen, limit - size) + 2
-        if size > limit:
-            raise SizeLimit(f"would build a text of more than {limit} characters")
-    return size
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.seen: dict[int, int] = {}
+
+    def size(self, value: Any, used: int) -> int:
+        """The text size of ``value``, which comes after ``used`` characters of the whole."""
+        kind = type(value)
+        if kind is str or kind is bytes:
+            size = len(value) + 3
+        elif kind is int:
+            size = value.bit_length() * 31 // 100 + 2
+        elif kind is bool or kind is float or value is None:
+            size = 25
+        elif kind in _CONTAINERS or isinstance(value, BaseException):
+            known = self.seen.get(id(value))
+            if known is not None:
+                size = known
+            else:
+                self.seen[id(value)] = 5  # a container inside itself prints as [...]
+                size = self.seen[id(value)] = self.items(value, used)
+        else:
+            size = _OTHER_SIZE
+        self.check(used + size)
+        return size
+
+    def items(self, value: Any, used: int) -> int:
+        if isinstance(value, BaseException):
+            items: Any = value.args
+            size = len(type(value).__name__) + 4
+        elif type(value) is dict:
+            items = (x for pair in value.items() for x in pair)
+            size = 2
+        else:
+            items, size = value, 12
+        for item in items:
+            size += self.size(item, used + size) + 2
+            self.check(used + size)
+        return size
+
+    def check(self, size: int) -> None:
+        if size > self.limit:
+            raise SizeLimit(f"would build a text of more than {self.limit} characters")
 
 
 def sized_str_method(budget: Budget, text: str, name: str, method: Any) -> Any:
