@@ -66,6 +66,8 @@ GUARDED_BINOPS: dict[type[ast.operator], str] = {
 """Operators that go through ``_binop_``: the first four can build huge values in one C call
 (``%`` also prints reprs, which lose their addresses); the others build a set from a dict view,
 whose elements are checked like any set's."""
+SET_BINOPS = (ast.BitOr, ast.BitXor, ast.BitAnd, ast.Sub)
+_ARITHMETIC = (ast.Add, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift)
 
 Problem = tuple[int | None, int | None, str]
 
@@ -129,9 +131,13 @@ class ScriptPolicy(RestrictingNodeTransformer):
         return super().visit_Name(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> Any:
+        # ``n - 1`` or ``(a + b) & c`` cannot involve a dict view: no guard call on such hot paths.
+        numeric = isinstance(node.op, SET_BINOPS) and (
+            _never_a_view(node.left) or _never_a_view(node.right)
+        )
         node = self.node_contents_visit(node)
         symbol = GUARDED_BINOPS.get(type(node.op))
-        if symbol is None:
+        if symbol is None or numeric:
             return node
         return copy_locations(_call("_binop_", ast.Constant(symbol), node.left, node.right), node)
 
@@ -189,6 +195,15 @@ class ScriptPolicy(RestrictingNodeTransformer):
         spec.keys.append(ast.Constant("star"))
         spec.values.append(ast.Constant(starred))
         return spec
+
+
+def _never_a_view(node: ast.expr) -> bool:
+    """A number literal, a sign, or an arithmetic result: never a dict view or a set."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) in (int, float, complex, bool)
+    if isinstance(node, ast.UnaryOp):
+        return not isinstance(node.op, ast.Not)
+    return isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC)
 
 
 _N = TypeVar("_N", bound=ast.AST)
