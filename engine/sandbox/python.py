@@ -230,7 +230,7 @@ def describe(exc: BaseException, max_chars: int) -> str:
         text = f"{name}: {exc}"
     except Exception:  # noqa: BLE001 - a message that cannot be printed is still a failure
         text = f"{name}: (the message is too long to print)"
-    return scrub(text[:2000])[:1000]
+    return scrub(text)[:1000]  # scrub first: a cut could split an address
 
 
 def translate(source: str, filename: str) -> tuple[CodeType | None, list[dict[str, Any]]]:

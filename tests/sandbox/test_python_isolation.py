@@ -348,6 +348,38 @@ VICTIM = {
 }
 
 
+ENGINE_BOMBS = {
+    "py": [
+        'x = b"x" * 10 ** 9',
+        'x = "%0999999999d" % 1',
+        'x = ("a" * 10 ** 6).translate({97: "x" * 1000})',
+        'x = ("a" * 10 ** 6).replace("", "x" * 1000)',
+        'x = str([["y" * 1000] * 1000] * 1000)',
+    ],
+    "js": [
+        "var x = 'a'.padStart(1e9);",
+        "var x = 'a'.repeat(1e6).replaceAll('', 'x'.repeat(1000));",
+        "var x = 'x'.repeat(1e9);",
+        "var x = new Array(1e6).fill('y'.repeat(1000)).join(',');",
+        "var x = JSON.stringify(new Array(1000).fill(new Array(1000).fill('y'.repeat(1000))));",
+    ],
+}
+
+
+def bomb_source(lang: str) -> str:
+    if lang == "py":
+        branches = "".join(
+            f"if event['input']['bomb'] == {i}:\n    {bomb}\n"
+            for i, bomb in enumerate(ENGINE_BOMBS["py"])
+        )
+        return py_body(branches + "return {'notice': 'survived'}")
+    cases = "".join(
+        f"  if (event.input.bomb === {i}) {{ {bomb} }}\n"
+        for i, bomb in enumerate(ENGINE_BOMBS["js"])
+    )
+    return f"function on_tool_call(event, host) {{\n{cases}  return {{notice: 'survived'}};\n}}\n"
+
+
 def hook_yaml(name: str, lang: str, source: str) -> str:
     language = "python" if lang == "py" else "javascript"
     return f"kind: script_hook\nname: {name}\nlanguage: {language}\nsource: |\n" + textwrap.indent(
@@ -360,7 +392,8 @@ def engine_files() -> dict[str, str]:
         "engine.yaml": "process: test\nscripts: {timeout_ms: 1000, memory_mb: 32, workers: 1}\n"
     }
     for lang in ("py", "js"):
-        for role, source in (("litter", LITTER[lang]), ("victim", VICTIM[lang])):
+        roles = (("litter", LITTER[lang]), ("victim", VICTIM[lang]), ("bomb", bomb_source(lang)))
+        for role, source in roles:
             files[f"agents/{role}_{lang}/agent.yaml"] = f"hooks: [{role}]\n"
             files[f"agents/{role}_{lang}/hooks/{role}.yaml"] = hook_yaml(role, lang, source)
     return files
@@ -387,6 +420,21 @@ def test_one_agents_hook_cannot_make_another_agents_hook_fail_or_learn_from_it(
             assert not again.blocked, again.reason
             assert again.notices == first.notices
     assert not ADDRESS.search(str(first.notices))
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+def test_a_size_bomb_at_tool_call_blocks_the_tool_as_a_memory_failure(
+    engine: Engine, lang: str
+) -> None:
+    agent = engine.agent(f"bomb_{lang}")
+    for i in range(len(ENGINE_BOMBS[lang])):
+        out = agent.tool_call("t", {"bomb": i}, user_id="u1")
+        assert out.blocked and "'bomb'" in (out.reason or ""), i
+        (run,) = out.hooks
+        assert run.status == "failed" and run.cause == "memory", (i, run.cause)
+    assert agent.tool_call("t", {"bomb": -1}, user_id="u1").notices == ["survived"]
+    victim = engine.agent(f"victim_{lang}").tool_call("t", {"a": 1}, user_id="u2")
+    assert not victim.blocked
 
 
 def test_the_same_event_gives_the_same_decision_over_six_engine_starts(tmp_path: Path) -> None:
