@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import operator
 import re
+import sys
 import time
 from collections.abc import Callable, Iterator
 from itertools import islice
@@ -56,20 +57,40 @@ class Deadline(BaseException):
     """The call's time is up. BaseException, and every handler re-ticks, so it cannot be kept."""
 
 
+class MemoryExhausted(BaseException):
+    """The call hit its memory cap (a real MemoryError, not a refused size): final, like Deadline.
+
+    Otherwise a script could catch MemoryError and count how much it could allocate, which
+    depends on what earlier calls left mapped in the worker.
+    """
+
+
 class Budget:
     """One call's clock and size limits; the guards below consult it."""
 
-    __slots__ = ("deadline", "expired", "limits")
+    __slots__ = ("deadline", "exhausted", "expired", "limits")
 
     def __init__(self, limits: dict[str, int], *, timeout_ms: int) -> None:
         self.limits = limits
         self.deadline = time.perf_counter() + timeout_ms / 1000
         self.expired = False
+        self.exhausted = False
 
     def tick(self) -> None:
+        if self.exhausted:
+            raise MemoryExhausted
         if self.expired or time.perf_counter() > self.deadline:
             self.expired = True
             raise Deadline
+
+    def handler(self) -> None:
+        """First thing in every except and finally block of a script."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, MemoryExhausted) or (
+            isinstance(exc, MemoryError) and not isinstance(exc, SizeLimit)
+        ):
+            self.exhausted = True
+        self.tick()
 
     def remaining(self) -> float:
         return self.deadline - time.perf_counter()
@@ -135,6 +156,7 @@ def make_guards(budget: Budget) -> dict[str, Any]:
         "_format_": lambda v, spec, conv: guarded_format(budget, v, spec, conv),
         "_set_": checked_set,
         "_tick_": budget.tick,
+        "_handler_": budget.handler,
     }
 
 

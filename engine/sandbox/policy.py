@@ -87,14 +87,20 @@ def _tick() -> ast.Expr:
     return ast.Expr(_call("_tick_"))
 
 
+def _handler() -> ast.Expr:
+    return ast.Expr(_call("_handler_"))
+
+
 class ScriptPolicy(RestrictingNodeTransformer):
     """RestrictedPython's rules, every problem kept with its line and column, plus ours.
 
     Ours: no imports or classes at all (rejected here, not at call time); a ``_tick_()`` at
-    the top of every loop body, function, except handler and finally block so a deadline
-    cannot be caught and ignored; size guards around ``*`` ``**`` ``<<`` ``%`` and f-string
-    padding; set displays and comprehensions built by ``_set_``, which refuses elements hashed
-    by identity; starred unpacking marked so the unpack guard knows how much it may take.
+    the top of every loop body and function, and a ``_handler_()`` (a tick that also makes a
+    real MemoryError final) at the top of every except handler and finally block, so neither a
+    deadline nor running out of memory can be caught and ignored; size guards around ``*``
+    ``**`` ``<<`` ``%`` and f-string padding; set displays and comprehensions built by
+    ``_set_``, which refuses elements hashed by identity; starred unpacking marked so the
+    unpack guard knows how much it may take.
     """
 
     def __init__(self) -> None:
@@ -180,13 +186,13 @@ class ScriptPolicy(RestrictingNodeTransformer):
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
         node = _same(node, super().visit_ExceptHandler(node))
-        node.body.insert(0, copy_locations(_tick(), node))
+        node.body.insert(0, copy_locations(_handler(), node))
         return node
 
     def visit_Try(self, node: ast.Try) -> Any:
         node = _same(node, super().visit_Try(node))
         if node.finalbody:
-            node.finalbody.insert(0, copy_locations(_tick(), node))
+            node.finalbody.insert(0, copy_locations(_handler(), node))
         return node
 
     def gen_unpack_spec(self, tpl: ast.Tuple) -> ast.Dict:

@@ -15,7 +15,7 @@ from types import CodeType, FrameType, FunctionType, TracebackType
 from typing import Any
 
 from engine.sandbox.determinism import script_types, scrub
-from engine.sandbox.guards import Budget, Deadline, Host, make_guards
+from engine.sandbox.guards import Budget, Deadline, Host, MemoryExhausted, make_guards
 from engine.sandbox.policy import ScriptPolicy
 from engine.sandbox.sizes import SizeLimit, check_binop, text_size
 from engine.sandbox.values import InvalidValue, RegexTimeout, check_result, finish
@@ -181,6 +181,14 @@ class PythonRuntime:
                 "kind": "limit",
                 "cause": "timeout",
                 "message": "time limit exceeded",
+            }
+        except MemoryExhausted:
+            return {
+                "ok": False,
+                "kind": "limit",
+                "cause": "memory",
+                "recycle": True,
+                "message": "memory limit exceeded",
             }
         except RecursionError:
             return {
