@@ -163,6 +163,10 @@ PYTHON: list[Attack] = [
         'for i in range(30):\n    d = {"s": chr(97 + i) * 1000000}\n    d["self"] = d\nreturn None',
     ),
     py(
+        "catch_memory_error_and_count",
+        'n = 0\nchunks = []\ntry:\n    while True:\n        chunks.append(chr(65 + n % 26) * 1000000)\n        n = n + 1\nexcept Exception:\n    chunks = None\n    return {"leak": n}',
+    ),
+    py(
         "recursion_to_the_limit_then_return",
         "def f(n):\n    return f(n + 1)\ntry:\n    f(0)\nexcept Exception:\n    pass\nreturn None",
     ),

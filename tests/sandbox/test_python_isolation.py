@@ -286,6 +286,35 @@ def test_bounded_text_operations_still_work(one_worker: WorkerPool) -> None:
     }
 
 
+GROW = "while True:\n    chunks.append(chr(65 + n % 26) * 1000000)\n    n = n + 1"
+CATCH_MEMORY = {
+    "except_exception": f"try:\n{textwrap.indent(GROW, '    ')}\nexcept Exception:\n    chunks = None\n    return {{'leak': n}}",
+    "bare_except": f"try:\n{textwrap.indent(GROW, '    ')}\nexcept:\n    chunks = None\nreturn {{'leak': n}}",
+    "finally_return": f"try:\n{textwrap.indent(GROW, '    ')}\nfinally:\n    return {{'leak': n}}",
+    "nested_handlers": f"try:\n    try:\n{textwrap.indent(GROW, '        ')}\n    except Exception:\n        chunks = None\nexcept:\n    pass\nreturn {{'leak': n}}",
+    "retry_after_catching": f"for attempt in range(3):\n    try:\n{textwrap.indent(GROW, '        ')}\n    except Exception:\n        chunks = []\nreturn {{'leak': n}}",
+}
+
+
+@pytest.mark.parametrize("way", sorted(CATCH_MEMORY))
+def test_running_out_of_memory_cannot_be_caught_and_measured(
+    one_worker: WorkerPool, way: str
+) -> None:
+    body = "n = 0\nchunks = []\n" + CATCH_MEMORY[way]
+    script = compile_py(one_worker, py_body(body), way)
+    with pytest.raises(ScriptLimitError) as info:
+        call(one_worker, script)
+    assert info.value.cause == "memory"
+
+
+def test_a_refused_size_can_be_caught_it_allocated_nothing(one_worker: WorkerPool) -> None:
+    source = py_body(
+        "try:\n    x = 'a'.ljust(10 ** 9)\nexcept Exception as e:\n    return {'refused': str(e)}"
+    )
+    value = call(one_worker, compile_py(one_worker, source))
+    assert value is not None and "1000000000" in value["refused"]
+
+
 # --- nothing a call does shows in the next --------------------------------------------------
 
 PROBE = py_body(
