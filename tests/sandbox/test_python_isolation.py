@@ -76,6 +76,7 @@ RENDERINGS = {
     "fstring_repr": "f'{obj!r}'",
     "fstring_ascii": "f'{obj!a}'",
     "fstring_padded": "f'{obj!s:>80}'",
+    "fstring_debug": "f'{obj=}'",
     "percent_s": "'%s' % (obj,)",
     "percent_r": "'%r' % (obj,)",
     "percent_mapping": "'%(o)s' % {'o': obj}",
