@@ -340,6 +340,8 @@ PLANTS = {
     "builtin_attributes": "for t in [str, set, frozenset, dict, ValueError]:\n    try:\n        t.stash = 'secret'\n    except Exception:\n        pass",
     "exception_left_behind": "raise ValueError('secret-canary')",
     "timeout": "while True:\n    pass",
+    "warnings_at_compile": "x = '\\d' if 1 is 1 else 'pin-4711' is 'pin-4711'\nreturn {'x': x}",
+    "gc_pressure": "keep = [[i] for i in range(200000)]\nfor k in keep:\n    k.append(keep)",
 }
 
 
@@ -360,6 +362,15 @@ def test_a_call_leaves_nothing_the_next_call_can_see_or_trip_on(
             call(one_worker, planted)
         assert call(one_worker, probe) == fresh_probe
     assert fresh_probe["big"] == 24 * 10**6 and fresh_probe["depth"] > 150
+
+
+def test_evicting_the_code_cache_changes_nothing(one_worker: WorkerPool, fresh_probe: Any) -> None:
+    probe = compile_py(one_worker, PROBE)
+    assert call(one_worker, probe) == fresh_probe
+    for i in range(70):  # more scripts than a worker caches: the probe's code is dropped
+        other = compile_py(one_worker, py_body(f"return {{'i': {i}}}"), f"filler{i}")
+        assert call(one_worker, other) == {"i": i}
+    assert call(one_worker, probe) == fresh_probe
 
 
 # --- through Engine.load, as a host calls it ------------------------------------------------
