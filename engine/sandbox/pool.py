@@ -48,7 +48,7 @@ class Worker:
 
     def __init__(self, cwd: str) -> None:
         self.proc = subprocess.Popen(
-            # -I without -E (which would ignore PYTHONHASHSEED): the env below is all there is.
+            # -s -P is -I minus -E, which would ignore PYTHONHASHSEED; the env is only what follows.
             [sys.executable, "-s", "-P", "-c", _BOOT, str(_ROOT)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -70,7 +70,8 @@ def handle(
 
 
 def main() -> None:
-    """Serve requests until stdin closes or a call asks for a recycle (after MemoryError)."""
+    """Serve requests until stdin closes or a call asks for a recycle (after running out of
+    memory, or when the worker has grown too far)."""
     harden()
     # Warnings go nowhere (stderr is closed) and keep no registry a later compile could depend on.
     warnings.simplefilter("ignore")
