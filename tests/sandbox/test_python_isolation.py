@@ -407,6 +407,12 @@ ENGINE_BOMBS = {
 }
 
 
+LEAKY_ERROR = {
+    "py": py_body("def f():\n    pass\n[].index(f)"),
+    "js": "function on_tool_call(event, host) {\n  function f() {}\n  throw new Error('not found: ' + String(f));\n}\n",
+}
+
+
 def bomb_source(lang: str) -> str:
     if lang == "py":
         branches = "".join(
@@ -433,7 +439,12 @@ def engine_files() -> dict[str, str]:
         "engine.yaml": "process: test\nscripts: {timeout_ms: 1000, memory_mb: 32, workers: 1}\n"
     }
     for lang in ("py", "js"):
-        roles = (("litter", LITTER[lang]), ("victim", VICTIM[lang]), ("bomb", bomb_source(lang)))
+        roles = (
+            ("litter", LITTER[lang]),
+            ("victim", VICTIM[lang]),
+            ("bomb", bomb_source(lang)),
+            ("leaky_error", LEAKY_ERROR[lang]),
+        )
         for role, source in roles:
             files[f"agents/{role}_{lang}/agent.yaml"] = f"hooks: [{role}]\n"
             files[f"agents/{role}_{lang}/hooks/{role}.yaml"] = hook_yaml(role, lang, source)
@@ -476,6 +487,17 @@ def test_a_size_bomb_at_tool_call_blocks_the_tool_as_a_memory_failure(
     assert agent.tool_call("t", {"bomb": -1}, user_id="u1").notices == ["survived"]
     victim = engine.agent(f"victim_{lang}").tool_call("t", {"a": 1}, user_id="u2")
     assert not victim.blocked
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+def test_errors_the_host_gets_and_records_have_no_address(engine: Engine, lang: str) -> None:
+    out = engine.agent(f"leaky_error_{lang}").tool_call("t", {}, user_id="u1")
+    assert out.blocked and out.hooks[0].cause == "error"
+    (record,) = engine.records(agent=f"leaky_error_{lang}", limit=1)
+    error = record.hooks[0].error or ""
+    assert ("is not in list" if lang == "py" else "not found") in error
+    assert "function" in error and not ADDRESS.search(error)
+    assert not ADDRESS.search(str(record)) and not ADDRESS.search(str(out))
 
 
 def test_the_same_event_gives_the_same_decision_over_six_engine_starts(tmp_path: Path) -> None:
