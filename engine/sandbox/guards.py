@@ -5,18 +5,38 @@ from __future__ import annotations
 import json
 import operator
 import re
+import sys
 import time
 from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import Any
 
+from engine.sandbox.determinism import (
+    DICT_VIEWS,
+    check_set,
+    checked_set,
+    checked_set_method,
+    scrub,
+    scrub_any,
+)
+from engine.sandbox.sizes import SizeLimit, check_binop, sized_str_method, text_size
 from engine.sandbox.values import InvalidValue, check_json, json_size
 
 EMIT_TYPES = ("status", "message", "citation")
-_PERCENT_SPEC = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
 _DIGITS = re.compile(r"\d+")
-_PADDING = frozenset({"ljust", "rjust", "center", "zfill"})
 _PLAIN_TYPES = (int, float, bool, list, dict, tuple, set, frozenset, type(None))
+_PLAIN_TEXT = (str, int, float, bool, type(None))
+_SIZED = frozenset({"*", "**", "<<", "%"})
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "*": operator.mul,
+    "**": operator.pow,
+    "<<": operator.lshift,
+    "%": operator.mod,
+    "|": operator.or_,
+    "^": operator.xor,
+    "&": operator.and_,
+    "-": operator.sub,
+}
 _INPLACE: dict[str, Callable[[Any, Any], Any]] = {
     "+=": operator.iadd,
     "-=": operator.isub,
@@ -37,33 +57,53 @@ class Deadline(BaseException):
     """The call's time is up. BaseException, and every handler re-ticks, so it cannot be kept."""
 
 
+class MemoryExhausted(BaseException):
+    """The call hit its memory cap (a real MemoryError, not a refused size): final, like Deadline.
+
+    Otherwise a script could catch MemoryError and count how much it could allocate, which
+    depends on what earlier calls left mapped in the worker.
+    """
+
+
 class Budget:
     """One call's clock and size limits; the guards below consult it."""
 
-    __slots__ = ("deadline", "expired", "limits")
+    __slots__ = ("deadline", "exhausted", "expired", "limits")
 
     def __init__(self, limits: dict[str, int], *, timeout_ms: int) -> None:
         self.limits = limits
         self.deadline = time.perf_counter() + timeout_ms / 1000
         self.expired = False
+        self.exhausted = False
 
     def tick(self) -> None:
+        if self.exhausted:
+            raise MemoryExhausted
         if self.expired or time.perf_counter() > self.deadline:
             self.expired = True
             raise Deadline
+
+    def handler(self) -> None:
+        """First thing in every except and finally block of a script."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, MemoryExhausted) or (
+            isinstance(exc, MemoryError) and not isinstance(exc, SizeLimit)
+        ):
+            self.exhausted = True
+        self.tick()
 
     def remaining(self) -> float:
         return self.deadline - time.perf_counter()
 
     def sequence(self, size: int) -> None:
         if size > self.limits["max_sequence"]:
-            raise MemoryError(
+            raise SizeLimit(
                 f"would build a sequence of {size} items (limit {self.limits['max_sequence']})"
             )
 
     def bits(self, bits: int) -> None:
         if bits > self.limits["max_int_bits"]:
-            raise MemoryError(
+            raise SizeLimit(
                 f"would build an integer of {bits} bits (limit {self.limits['max_int_bits']})"
             )
 
@@ -72,15 +112,14 @@ def make_guards(budget: Budget) -> dict[str, Any]:
     """The names RestrictedPython's output and our policy call, bound to one call's budget."""
 
     def binop(op: str, a: Any, b: Any) -> Any:
-        check_binop(budget, op, a, b)
-        return {"*": operator.mul, "**": operator.pow, "<<": operator.lshift, "%": operator.mod}[
-            op
-        ](a, b)
+        if op in _SIZED:
+            check_binop(budget, op, a, b)
+        return _checked_result(op, a, b, _BINARY[op](a, b))
 
     def inplacevar(op: str, a: Any, b: Any) -> Any:
-        if op in ("*=", "**=", "<<=", "%="):
+        if op[:-1] in _SIZED:
             check_binop(budget, op[:-1], a, b)
-        return _INPLACE[op](a, b)
+        return _checked_result(op[:-1], a, b, _INPLACE[op](a, b))
 
     def getiter(obj: Any) -> Iterator[Any]:
         return _ticking(iter(obj), budget)
@@ -115,7 +154,9 @@ def make_guards(budget: Budget) -> dict[str, Any]:
         "_inplacevar_": inplacevar,
         "_binop_": binop,
         "_format_": lambda v, spec, conv: guarded_format(budget, v, spec, conv),
+        "_set_": checked_set,
         "_tick_": budget.tick,
+        "_handler_": budget.handler,
     }
 
 
@@ -126,38 +167,30 @@ def _ticking(it: Iterator[Any], budget: Budget) -> Iterator[Any]:
         yield item
 
 
-def check_binop(budget: Budget, op: str, a: Any, b: Any) -> None:
-    """Refuse, before the C code runs, an operation whose result would be huge."""
-    ints = type(a) in (int, bool) and type(b) in (int, bool)
-    if op == "*":
-        if ints:
-            budget.bits(abs(a).bit_length() + abs(b).bit_length())
-        elif isinstance(a, (str, list, tuple)) and type(b) in (int, bool):
-            budget.sequence(len(a) * b)
-        elif isinstance(b, (str, list, tuple)) and type(a) in (int, bool):
-            budget.sequence(len(b) * a)
-    elif op == "**" and ints and b > 0 and abs(a) > 1:
-        budget.bits(abs(a).bit_length() * b)
-    elif op == "<<" and ints and b > 0:
-        budget.bits(abs(a).bit_length() + b)
-    elif op == "%" and isinstance(a, str):
-        for width, precision in _PERCENT_SPEC.findall(a):
-            for n in (width, precision):
-                if n == "*":
-                    raise ValueError("'*' widths are not allowed in % formatting")
-                if n:
-                    budget.sequence(int(n))
+def _checked_result(op: str, a: Any, b: Any, result: Any) -> Any:
+    """``%`` text without addresses; a set made from a dict view without identity-hashed items."""
+    if op == "%":
+        return scrub_any(result)
+    if type(result) is set and (type(a) in DICT_VIEWS or type(b) in DICT_VIEWS):
+        check_set(result)
+    return result
 
 
 def guarded_format(budget: Budget, value: Any, spec: str, conversion: int) -> str:
-    """f-string field: padding and precision are size-checked; repr only for plain types."""
-    if conversion in (ord("r"), ord("a")):
+    """f-string field: padding, precision and the value's text size-checked; no addresses."""
+    for n in _DIGITS.findall(spec):
+        budget.sequence(int(n) if len(n) < 12 else budget.limits["max_sequence"] + 1)
+    plain = type(value) in _PLAIN_TEXT
+    if not plain:
+        text_size(value, budget.limits["max_sequence"])
+    if conversion == ord("r"):
         value = repr(value)
+    elif conversion == ord("a"):
+        value = ascii(value)
     elif conversion == ord("s"):
         value = str(value)
-    for n in _DIGITS.findall(spec):
-        budget.sequence(int(n))
-    return format(value, spec)
+    text = format(value, spec)
+    return text if plain else scrub(text)
 
 
 def guarded_write(obj: Any) -> Any:
@@ -183,24 +216,14 @@ def guarded_getattr(budget: Budget, obj: Any, name: str, *default: Any) -> Any:
     if not allowed:
         raise AttributeError(f"access to {kind.__name__}.{name} is not allowed")
     value = getattr(obj, name, *default)
-    if kind is str and name in _PADDING:
-        return _padded(budget, value)
-    if kind is str and name == "expandtabs":
-
-        def expandtabs(tabsize: int = 8) -> str:
-            budget.sequence(len(obj) + obj.count("\t") * tabsize)
-            return obj.expandtabs(tabsize)
-
-        return expandtabs
+    if kind is str:
+        return sized_str_method(budget, obj, name, value)
+    if kind is set or kind is frozenset:
+        return checked_set_method(name, value)
+    if name == "args" and isinstance(obj, BaseException):
+        # C code puts reprs into messages: "<function f at 0x…> is not in list".
+        return tuple(scrub_any(arg) for arg in value)
     return value
-
-
-def _padded(budget: Budget, method: Callable[..., str]) -> Callable[..., str]:
-    def padded(width: int, *args: Any) -> str:
-        budget.sequence(width)
-        return method(width, *args)
-
-    return padded
 
 
 class HostState:

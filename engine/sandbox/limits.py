@@ -59,7 +59,8 @@ class Limits:
     max_patterns: int = 32
     """Patterns per host.redact call."""
     max_sequence: int = 1_000_000
-    """Largest string/list a Python script may build with ``*``, padding or ``range``."""
+    """Largest string/bytes/list a Python script may build with ``*``, ``%``, padding,
+    ``replace``, ``translate``, ``join``, ``range`` or ``str()``; checked before it is built."""
     max_int_bits: int = 100_000
     """Largest integer a Python script may build with ``*``, ``**``, ``<<`` or ``pow``."""
     max_input_bytes: int = 4_000_000

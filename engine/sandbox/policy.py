@@ -58,8 +58,16 @@ GUARDED_BINOPS: dict[type[ast.operator], str] = {
     ast.Pow: "**",
     ast.LShift: "<<",
     ast.Mod: "%",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.BitAnd: "&",
+    ast.Sub: "-",
 }
-"""Operators that can build huge values in one C call; they go through ``_binop_``."""
+"""Operators that go through ``_binop_``: the first four can build huge values in one C call
+(``%`` also prints reprs, which lose their addresses); the others build a set from a dict view,
+whose elements are checked like any set's."""
+SET_BINOPS = (ast.BitOr, ast.BitXor, ast.BitAnd, ast.Sub)
+_ARITHMETIC = (ast.Add, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift)
 
 Problem = tuple[int | None, int | None, str]
 
@@ -79,13 +87,20 @@ def _tick() -> ast.Expr:
     return ast.Expr(_call("_tick_"))
 
 
+def _handler() -> ast.Expr:
+    return ast.Expr(_call("_handler_"))
+
+
 class ScriptPolicy(RestrictingNodeTransformer):
     """RestrictedPython's rules, every problem kept with its line and column, plus ours.
 
     Ours: no imports or classes at all (rejected here, not at call time); a ``_tick_()`` at
-    the top of every loop body, function, except handler and finally block so a deadline
-    cannot be caught and ignored; size guards around ``*`` ``**`` ``<<`` ``%`` and f-string
-    padding; starred unpacking marked so the unpack guard knows how much it may take.
+    the top of every loop body and function, and a ``_handler_()`` (a tick that also makes a
+    real MemoryError final) at the top of every except handler and finally block, so neither a
+    deadline nor running out of memory can be caught and ignored; size guards around ``*``
+    ``**`` ``<<`` ``%`` and f-string padding; set displays and comprehensions built by
+    ``_set_``, which refuses elements hashed by identity; starred unpacking marked so the
+    unpack guard knows how much it may take.
     """
 
     def __init__(self) -> None:
@@ -122,11 +137,24 @@ class ScriptPolicy(RestrictingNodeTransformer):
         return super().visit_Name(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> Any:
+        # ``n - 1`` or ``(a + b) & c`` cannot involve a dict view: no guard call on such hot paths.
+        numeric = isinstance(node.op, SET_BINOPS) and (
+            _never_a_view(node.left) or _never_a_view(node.right)
+        )
         node = self.node_contents_visit(node)
         symbol = GUARDED_BINOPS.get(type(node.op))
-        if symbol is None:
+        if symbol is None or numeric:
             return node
         return copy_locations(_call("_binop_", ast.Constant(symbol), node.left, node.right), node)
+
+    def visit_Set(self, node: ast.Set) -> Any:
+        node = self.node_contents_visit(node)
+        return copy_locations(_call("_set_", ast.List(elts=node.elts, ctx=ast.Load())), node)
+
+    def visit_SetComp(self, node: ast.SetComp) -> Any:
+        node = _same(node, super().visit_SetComp(node))
+        items = ast.GeneratorExp(elt=node.elt, generators=node.generators)
+        return copy_locations(_call("_set_", items), node)
 
     def visit_FormattedValue(self, node: ast.FormattedValue) -> Any:
         node = self.node_contents_visit(node)
@@ -158,13 +186,13 @@ class ScriptPolicy(RestrictingNodeTransformer):
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
         node = _same(node, super().visit_ExceptHandler(node))
-        node.body.insert(0, copy_locations(_tick(), node))
+        node.body.insert(0, copy_locations(_handler(), node))
         return node
 
     def visit_Try(self, node: ast.Try) -> Any:
         node = _same(node, super().visit_Try(node))
         if node.finalbody:
-            node.finalbody.insert(0, copy_locations(_tick(), node))
+            node.finalbody.insert(0, copy_locations(_handler(), node))
         return node
 
     def gen_unpack_spec(self, tpl: ast.Tuple) -> ast.Dict:
@@ -173,6 +201,15 @@ class ScriptPolicy(RestrictingNodeTransformer):
         spec.keys.append(ast.Constant("star"))
         spec.values.append(ast.Constant(starred))
         return spec
+
+
+def _never_a_view(node: ast.expr) -> bool:
+    """A number literal, a sign, or an arithmetic result: never a dict view or a set."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) in (int, float, complex, bool)
+    if isinstance(node, ast.UnaryOp):
+        return not isinstance(node.op, ast.Not)
+    return isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC)
 
 
 _N = TypeVar("_N", bound=ast.AST)

@@ -49,12 +49,14 @@ class Worker:
 
     def __init__(self, cwd: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", _BOOT, str(_ROOT)],
+            # -s -P is -I minus -E, which would ignore PYTHONHASHSEED; the env is only what follows.
+            [sys.executable, "-s", "-P", "-c", _BOOT, str(_ROOT)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             cwd=cwd,
-            env={"LC_ALL": "C.UTF-8"},
+            # A fixed hash seed: a set of strings iterates in the same order in every worker.
+            env={"LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0"},
             close_fds=True,
         )
         self._out = self.proc.stdout.fileno()  # type: ignore[union-attr]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import gc
+import os
 import resource
 import sys
 import time
@@ -12,8 +14,10 @@ from collections.abc import Callable
 from types import CodeType, FrameType, FunctionType, TracebackType
 from typing import Any
 
-from engine.sandbox.guards import Budget, Deadline, Host, check_binop, make_guards
+from engine.sandbox.determinism import script_types, scrub
+from engine.sandbox.guards import Budget, Deadline, Host, MemoryExhausted, make_guards
 from engine.sandbox.policy import ScriptPolicy
+from engine.sandbox.sizes import SizeLimit, check_binop, text_size
 from engine.sandbox.values import InvalidValue, RegexTimeout, check_result, finish
 
 _SAFE_BUILTINS = (
@@ -27,7 +31,6 @@ _SAFE_BUILTINS = (
     "enumerate",
     "filter",
     "float",
-    "frozenset",
     "int",
     "isinstance",
     "len",
@@ -39,9 +42,7 @@ _SAFE_BUILTINS = (
     "ord",
     "reversed",
     "round",
-    "set",
     "sorted",
-    "str",
     "sum",
     "tuple",
     "zip",
@@ -57,16 +58,23 @@ _SAFE_BUILTINS = (
     "ZeroDivisionError",
 )
 _CODE_CACHE = 64
+GROWTH_RECYCLE_MB = 256
+"""A worker that has grown this far past its size after start-up is replaced after the call, so
+memory an earlier call left behind never eats into a later call's budget."""
 RegexFn = Callable[..., Any]
 
 
 class PythonRuntime:
     """Compiles scripts once (cached by key) and runs each call in brand-new globals."""
 
-    def __init__(self, regex: RegexFn, memory: Callable[[int], None]) -> None:
+    def __init__(self, regex: RegexFn, memory: Callable[[int], int]) -> None:
         self._regex, self._memory = regex, memory
         self._codes: OrderedDict[str, tuple[CodeType, str]] = OrderedDict()
+        self._max_sequence = 0
         self._base = {name: getattr(builtins, name) for name in _SAFE_BUILTINS}
+        # The running call's max_sequence, for str(); set by every call before its code runs.
+        self._base.update(script_types(lambda: self._max_sequence))
+        self._start_size = self._size = address_space()
 
     def compile(self, req: dict[str, Any]) -> dict[str, Any]:
         source, filename, limits = req["source"], req["filename"], req["limits"]
@@ -89,6 +97,13 @@ class PythonRuntime:
         return {"ok": True, "functions": names}
 
     def call(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Run one call; ask for a recycle when the worker has grown too far (see above)."""
+        answer = self._call(req)
+        if self._size > self._start_size + GROWTH_RECYCLE_MB * 1024 * 1024:
+            answer["recycle"] = True
+        return answer
+
+    def _call(self, req: dict[str, Any]) -> dict[str, Any]:
         script, limits = req["script"], req["limits"]
         cached = self._codes.get(script["key"])
         if cached is None:
@@ -143,6 +158,7 @@ class PythonRuntime:
         return code, filename
 
     def _globals(self, budget: Budget, limits: dict[str, int]) -> dict[str, Any]:
+        self._max_sequence = limits["max_sequence"]
         b = dict(self._base)
         b["range"] = lambda *args: _range(budget, *args)
         b["pow"] = lambda *args: _pow(budget, *args)
@@ -156,7 +172,7 @@ class PythonRuntime:
         """Run script code with the recursion and memory caps on; None on success."""
         old_limit = sys.getrecursionlimit()
         sys.setrecursionlimit(_depth() + limits["max_recursion"] + 30)
-        self._memory(limits["memory_mb"])
+        self._size = self._memory(limits["memory_mb"])
         try:
             fn()
         except Deadline:
@@ -165,6 +181,14 @@ class PythonRuntime:
                 "kind": "limit",
                 "cause": "timeout",
                 "message": "time limit exceeded",
+            }
+        except MemoryExhausted:
+            return {
+                "ok": False,
+                "kind": "limit",
+                "cause": "memory",
+                "recycle": True,
+                "message": "memory limit exceeded",
             }
         except RecursionError:
             return {
@@ -178,7 +202,8 @@ class PythonRuntime:
                 "ok": False,
                 "kind": "limit",
                 "cause": "memory",
-                "recycle": True,
+                # A refused size allocated nothing; a real MemoryError may have left a mess.
+                "recycle": not isinstance(exc, SizeLimit),
                 "message": f"memory limit exceeded{': ' + str(exc) if str(exc) else ''}",
             }
         except BaseException as exc:  # noqa: BLE001 - a script's SystemExit is its own failure
@@ -186,12 +211,14 @@ class PythonRuntime:
                 "ok": False,
                 "kind": "runtime",
                 "cause": "error",
-                "message": f"{type(exc).__name__}: {exc}"[:1000],
+                "message": describe(exc, limits["max_sequence"]),
                 "line": _script_line(exc.__traceback__, filename),
             }
         finally:
             self._memory(0)
             sys.setrecursionlimit(old_limit)
+            # Cycles the call made go now, not during (and on the clock of) some later call.
+            gc.collect()
         return None
 
     def _host_regex(self, op: dict[str, Any], *, budget: Budget, limits: dict[str, int]) -> Any:
@@ -201,6 +228,17 @@ class PythonRuntime:
         except RegexTimeout:
             budget.expired = True
             raise Deadline from None
+
+
+def describe(exc: BaseException, max_chars: int) -> str:
+    """``Type: message`` of a script's exception, without addresses, at most 1,000 characters."""
+    name = type(exc).__name__
+    try:
+        text_size(exc, max_chars)  # KeyError(huge_tuple) would print a huge repr
+        text = f"{name}: {exc}"
+    except Exception:  # noqa: BLE001 - a message that cannot be printed is still a failure
+        text = f"{name}: (the message is too long to print)"
+    return scrub(text)[:1000]  # scrub first: a cut could split an address
 
 
 def translate(source: str, filename: str) -> tuple[CodeType | None, list[dict[str, Any]]]:
@@ -256,25 +294,34 @@ def _script_line(tb: TracebackType | None, filename: str) -> int | None:
     return line
 
 
-def address_space_limiter(extra_mb: int = 16) -> Callable[[int], None]:
+_STATM: list[int] = []
+"""The descriptor of /proc/self/statm, opened once: a pread costs a fraction of an open."""
+
+
+def address_space() -> int:
+    """This process's mapped address space in bytes (what RLIMIT_AS counts)."""
+    if not _STATM:
+        _STATM.append(os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC))
+    return int(os.pread(_STATM[0], 128, 0).split()[0]) * resource.getpagesize()
+
+
+def address_space_limiter(extra_mb: int = 16) -> Callable[[int], int]:
     """A function that caps the address space at now + memory_mb while a script runs (0 lifts it).
 
-    The baseline is re-read every 64 caps so that fragmentation cannot shrink the budget.
+    The baseline is read on every cap (about 10 microseconds), and returned: memory an earlier
+    call left mapped never shrinks a later call's budget.
     """
-    state = {"base": 0, "n": 0, "hard": resource.getrlimit(resource.RLIMIT_AS)[1]}
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
 
-    def cap(memory_mb: int) -> None:
-        hard = state["hard"]
+    def cap(memory_mb: int) -> int:
         if memory_mb <= 0:
             resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
-            return
-        if state["n"] % 64 == 0:
-            with open("/proc/self/statm", "rb") as f:
-                state["base"] = int(f.read().split()[0]) * resource.getpagesize()
-        state["n"] += 1
-        soft = state["base"] + (memory_mb + extra_mb) * 1024 * 1024
+            return 0
+        base = address_space()
+        soft = base + (memory_mb + extra_mb) * 1024 * 1024
         if hard != resource.RLIM_INFINITY:
             soft = min(soft, hard)
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        return base
 
     return cap

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import resource
 import signal
 import sys
+import warnings
 from typing import Any
 
 from engine.sandbox.javascript import JavaScriptRuntime
@@ -68,10 +70,15 @@ def handle(
 
 
 def main() -> None:
-    """Serve requests until stdin closes or a call asks for a recycle (after MemoryError)."""
+    """Serve requests until stdin closes or a call asks for a recycle (after running out of
+    memory, or when the worker has grown too far)."""
     harden()
+    # Warnings go nowhere (stderr is closed) and keep no registry a later compile could depend on.
+    warnings.simplefilter("ignore")
     js = JavaScriptRuntime()
     py = PythonRuntime(js.regex, address_space_limiter())
+    # Start-up objects leave the collector's view, so the collection after every call is cheap.
+    gc.freeze()
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     max_line = int(os.environ.get("HOOKENGINE_MAX_REQUEST", "8000000"))
     limits: dict[str, dict[str, int]] = {}

@@ -120,6 +120,56 @@ PYTHON: list[Attack] = [
     ),
     py("redact_huge_text", 'return {"x": host.redact("ab" * 500000, ["a"], "xxxxxxxx")}'),
     py("state_of_another_hook", 'return {"leak": host.state.get("other-hook-secret")}'),
+    # addresses (determinism): no 0x... in anything a script can read
+    py("address_of_lambda", 't = str(lambda: 0)\nreturn {"leak": t} if "0x" in t else None'),
+    py(
+        "address_of_generator_in_fstring",
+        't = f"{(x for x in [1])!r} {map(str, [])}"\nreturn {"leak": t} if "0x" in t else None',
+    ),
+    py(
+        "address_via_percent_mapping",
+        't = "%(a)s %(b)r" % {"a": zip(), "b": [].append}\nreturn {"leak": t} if "0x" in t else None',
+    ),
+    py(
+        "address_via_bytes_percent_r",
+        't = b"%r" % (enumerate([]),)\nreturn {"leak": str(t)} if b"0x" in t else None',
+    ),
+    py(
+        "address_in_exception_args",
+        'def f():\n    pass\ntry:\n    [].index(f)\nexcept ValueError as e:\n    t = e.args[0]\nreturn {"leak": t} if "0x" in t else None',
+    ),
+    py("address_in_error_message_to_host", "{}[reversed([1])]"),
+    # identity-hashed set elements (their order would follow addresses)
+    py("set_of_functions", 's = {lambda: 0, lambda: 1}\nreturn {"leak": [str(f) for f in s]}'),
+    py(
+        "set_from_dict_keys_view",
+        's = {len: 1, sorted: 2}.keys() - []\nreturn {"leak": str(list(s))}',
+    ),
+    py("set_add_host_method", 's = set()\ns.add(host.log)\nreturn {"leak": len(s)}'),
+    # size pre-checks
+    py("bytes_repeat_bomb", 'x = b"x" * 10 ** 9'),
+    py("percent_zero_pad_bomb", 'x = "%0999999999d" % 1'),
+    py("bytes_percent_width_bomb", 'x = b"%999999999s" % b"a"'),
+    py("percent_many_arguments_bomb", 'x = ("%s" * 400000) % (("abcd",) * 400000)'),
+    py("translate_bomb", 'x = ("a" * 10 ** 6).translate({97: "x" * 1000})'),
+    py("replace_empty_bomb", 'x = ("a" * 10 ** 6).replace("", "x" * 1000)'),
+    py("join_bomb", 'x = ",".join(["x" * 1000] * 1000000)'),
+    py("str_of_shared_list_bomb", 'x = str([["y" * 1000] * 1000] * 1000)'),
+    py("fstring_precision_bomb", 'x = f"{1.5:.999999999f}"'),
+    py("exception_message_bomb", '{}[("x" * 500000,) * 1000]'),
+    # leaving things behind for the next call
+    py(
+        "cyclic_garbage_left_behind",
+        'for i in range(30):\n    d = {"s": chr(97 + i) * 1000000}\n    d["self"] = d\nreturn None',
+    ),
+    py(
+        "catch_memory_error_and_count",
+        'n = 0\nchunks = []\ntry:\n    while True:\n        chunks.append(chr(65 + n % 26) * 1000000)\n        n = n + 1\nexcept Exception:\n    chunks = None\n    return {"leak": n}',
+    ),
+    py(
+        "recursion_to_the_limit_then_return",
+        "def f(n):\n    return f(n + 1)\ntry:\n    f(0)\nexcept Exception:\n    pass\nreturn None",
+    ),
 ]
 
 JAVASCRIPT: list[Attack] = [

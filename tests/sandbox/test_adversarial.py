@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from engine.sandbox import CompiledScript, Language, PoolPolicy, WorkerPool
 from tests.sandbox.attacks import JAVASCRIPT, PYTHON, SECRET, SECRET_ENV, Attack
 from tests.sandbox.conftest import TEST_LIMITS
 
+ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 GRACE_S = 1.0
 """Slack on top of the deadline for a loaded 2-core machine (a killed worker is replaced)."""
 CALL_DEADLINE_S = 2 * TEST_LIMITS.timeout_ms / 1000 + 0.25 + GRACE_S
@@ -116,6 +118,7 @@ def test_python_attack_is_contained(
     tmp_path: Path,
 ) -> None:
     outcome = run_attack(hostile_pool, attack, Language.PYTHON, tmp_path)
+    assert not ADDRESS.search(outcome), "a heap address reached the host"
     check_aftermath(hostile_pool, benign, outcome, tmp_path)
 
 
