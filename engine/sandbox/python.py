@@ -197,7 +197,10 @@ class PythonRuntime:
     def _host_regex(self, op: dict[str, Any], *, budget: Budget, limits: dict[str, int]) -> Any:
         budget.tick()
         try:
-            return self._regex(op, remaining_s=budget.remaining(), memory_mb=limits["memory_mb"])
+            # The budget is this call's own object: a new one empties the pattern engine's cache.
+            return self._regex(
+                op, call=budget, remaining_s=budget.remaining(), memory_mb=limits["memory_mb"]
+            )
         except RegexTimeout:
             budget.expired = True
             raise Deadline from None
