@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.changes import Change, parse_change
@@ -26,6 +26,8 @@ class ScriptHook(SpecHook):
 
     State is loaded for (agent:hook, scope) before the call only if the script's source
     mentions ``state`` at all, and saved only when the call succeeded and its change is valid.
+    Each agent runs the script under a key of its own (agent, hook, script hash): workers keep
+    prepared contexts per key, so no context serves two agents or two hooks.
     """
 
     config: ScriptHookConfig
@@ -36,6 +38,8 @@ class ScriptHook(SpecHook):
     uses_state: bool
     line_offset: int = 0
     """For inline ``source:``: the YAML line before the script's first line."""
+    owned: dict[str, CompiledScript] = field(default_factory=dict)
+    """The script keyed per agent that called it (host-layer hooks serve every agent)."""
 
     def run(self, point: Point, event: dict[str, Any], ctx: HookContext) -> Change:
         state_key = f"{ctx.agent}:{self.name}"
@@ -43,7 +47,7 @@ class ScriptHook(SpecHook):
         try:
             # The pool sends the event as JSON: the script gets a copy, never a host object.
             result = self.pool.call(
-                self.script,
+                self._script_of(ctx.agent),
                 f"on_{point.value}",
                 event,
                 config=self.config.config,
@@ -59,6 +63,12 @@ class ScriptHook(SpecHook):
             ctx.store.state_save(state_key, ctx.scope_key, result.state_writes)
             ctx.extras["state_writes"] = result.state_writes
         return change
+
+    def _script_of(self, agent: str) -> CompiledScript:
+        script = self.owned.get(agent)
+        if script is None:
+            script = self.owned.setdefault(agent, self.script.owned_by(f"{agent}\0{self.name}"))
+        return script
 
 
 def _located(exc: ScriptError, hook: str, filename: str, offset: int) -> ScriptError:

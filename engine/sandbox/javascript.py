@@ -109,7 +109,8 @@ class JavaScriptRuntime:
             return None, {"ok": False, "error": failure}
         names = sorted(set(_NAMES.findall(source)))
         table = ", ".join(f'{n}: typeof {n} === "function" ? {n} : undefined' for n in names)
-        wrapped = "(function () {" + _STRICT + "\n" * LINE_OFFSET + source + "\n;return {" + table + "};})"
+        body = _STRICT + "\n" * LINE_OFFSET + source
+        wrapped = "(function () {" + body + "\n;return {" + table + "};})"
         c = self._new(limits)
         c.ctx.set_time_limit(timeout_ms / 1000)
         started = time.process_time()
@@ -303,7 +304,7 @@ def _syntax_error(source: str, limits: dict[str, int]) -> dict[str, Any] | None:
         return None
     err = json.loads(raw)
     message = err["message"]
-    if _parse("throw 0;" + "\n" * LINE_OFFSET + source, limits) is None:
+    if "strict" not in message and _parse("throw 0;" + "\n" * LINE_OFFSET + source, limits) is None:
         message += " (scripts run in strict mode)"
     return {"type": "SyntaxError", "message": message, "stack": err["stack"], "invalid": False}
 
