@@ -159,6 +159,10 @@ class PythonRuntime:
         self._memory(limits["memory_mb"])
         try:
             fn()
+            if budget.expired:
+                # The script caught the deadline somewhere (e.g. in a generator's finally): an
+                # interrupt is final, whatever the script went on to return.
+                raise Deadline
         except Deadline:
             return {
                 "ok": False,

@@ -97,10 +97,93 @@ JS_CHANNELS: dict[str, tuple[str, str]] = {
         "(function f() { return f.caller; })() !== undefined && (function f() { return f.caller; })() !== null",
     ),
     "date_and_random_absent": ("", "typeof Date !== 'undefined' || typeof WeakRef !== 'undefined'"),
+    # the strict, frozen wrapper: nothing at top level reaches an object that outlives the call
+    "arguments_callee_of_the_wrapper": ("me.stash = event.input;", "me.stash !== undefined"),
+    "wrapper_prototype": ("me.prototype.stash = 1;", "me.prototype.stash !== undefined"),
+    "wrapper_as_this": ("self.stash = 1;", "self.stash !== undefined"),
+    "caller_of_the_handler": (
+        "(function f() { return f.caller; })().stash = 1;",
+        "(function f() { return f.caller; })().stash !== undefined",
+    ),
+    "caller_of_top_level_function": (
+        "callerOfTop().stash = 1;",
+        "callerOfTop().stash !== undefined",
+    ),
+    "generator_made_at_top_level": ("gen.next(7);", "gen.next().value !== 0"),
+    "async_function_made_at_top_level": ("pending.stash = 1;", "pending.stash !== undefined"),
+    "async_continuation": (
+        "(async function () { await null; counter.n = 5; })();",
+        "counter.n !== 0",
+    ),
+    # realm-wide registries and statics
+    "symbol_registry_description": (
+        "Object.defineProperty(Symbol.prototype, 'stash', {value: Symbol.for('he').description});",
+        "Symbol.for('he').stash !== undefined",
+    ),
+    "well_known_symbol_property": (
+        "Symbol.iterator.stash = 1;",
+        "Symbol.iterator.stash !== undefined",
+    ),
+    "regexp_legacy_statics": (
+        "/(planted)/.exec('planted');",
+        "RegExp.$1 === 'planted' || RegExp.lastMatch === 'planted' || RegExp.input === 'planted'",
+    ),
+    "regexp_prototype_flags": (
+        "Object.defineProperty(RegExp.prototype, 'flags', {get: function () { return 'g'; }});",
+        "/a/.flags === 'g'",
+    ),
+    "error_capture_stack_trace": (
+        "Error.captureStackTrace(Object.prototype);",
+        "({}).stack !== undefined",
+    ),
+    "error_stack_on_builtin": ("Error.captureStackTrace(Math);", "Math.stack !== undefined"),
+    "array_species": (
+        "Object.defineProperty(Array, Symbol.species, {get: function () { return Object; }});",
+        "[1].map(function (x) { return x; }).constructor !== Array",
+    ),
+    "typed_array_species": (
+        "Object.defineProperty(Uint8Array, Symbol.species, {get: function () { return Object; }});",
+        "new Uint8Array(1).map(function (x) { return x; }).constructor !== Uint8Array",
+    ),
+    "promise_species": (
+        "Object.defineProperty(Promise, Symbol.species, {get: function () { return Object; }});",
+        "Promise[Symbol.species] !== Promise",
+    ),
+    "atomics_absent": (
+        "",
+        "typeof Atomics !== 'undefined' || typeof SharedArrayBuffer !== 'undefined'",
+    ),
+    "iterator_helper_prototype": (
+        "Object.getPrototypeOf([].values().map(function (x) { return x; })).stash = 1;",
+        "[].values().map(function (x) { return x; }).stash !== undefined",
+    ),
+    "iterator_constructor": ("Iterator.prototype.stash = 1;", "[].values().stash !== undefined"),
+    "disposable_stack_prototype": (
+        "DisposableStack.prototype.stash = 1;",
+        "new DisposableStack().stash !== undefined",
+    ),
+    "async_disposable_stack_prototype": (
+        "AsyncDisposableStack.prototype.stash = 1;",
+        "new AsyncDisposableStack().stash !== undefined",
+    ),
+    "dom_exception_prototype": (
+        "DOMException.prototype.stash = 1;",
+        "new DOMException('m').stash !== undefined",
+    ),
+    "json_object": ("JSON.rawJSON = null;", "JSON.rawJSON === null"),
+    "math_object": ("Math.max = Math.min;", "Math.max(1, 2) !== 2"),
+    "host_object_identity": ("host.stash = 1;", "host.stash !== undefined"),
+    "host_state_object": ("host.state.stash = 1;", "host.state.stash !== undefined"),
+    "host_config_property": ("host.config.stash = event.input;", "host.config.stash !== undefined"),
 }
 JS_TOP = (
     "var counter = {n: 0};\nvar wm = new WeakMap();\nvar re = /a/g;\n"
     "var remember = (function () { var m = {}; return function (k, v) { if (v !== undefined) { m[k] = v; } return m[k]; }; })();\n"
+    "var me = null;\ntry { me = arguments.callee; } catch (e) {}\n"
+    "var self = this;\n"
+    "function callerOfTop() { return callerOfTop.caller; }\n"
+    "var gen = (function* () { var n = 0; while (true) { var m = yield n; if (m !== undefined) { n = m; } } })();\ngen.next();\n"
+    "var pending = (async function () {})();\n"
 )
 PY_CHANNELS: dict[str, tuple[str, str]] = {
     "module_global": ("COUNTER.append(1)", "len(COUNTER) != 0"),
