@@ -253,7 +253,6 @@ class JavaScriptRuntime:
         if call is not self._regex_call:
             self._regex_call = call
             c.fresh()
-            c.ctx.gc()
         c.ctx.set_memory_limit(max(memory_mb, 8) * 1024 * 1024)
         c.ctx.set_time_limit(max(remaining_s, 0.001))
         try:
