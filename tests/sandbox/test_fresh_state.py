@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from engine.errors import ScriptCompileError
 from engine.sandbox import Language, Limits, WorkerPool
 from engine.sandbox.javascript import RECYCLE_CALLS, JavaScriptRuntime
 
@@ -352,3 +353,138 @@ def test_a_script_cannot_break_out_of_its_function_scope(one_worker: WorkerPool)
     source = "}); let kept = {n: 0}; (function () {\nfunction on_tool_call(e, h) { kept.n++; return {n: kept.n}; }"
     with pytest.raises(ScriptCompileError):
         one_worker.compile(source, filename="escape.js", language=Language.JAVASCRIPT)
+
+
+SLOPPY_ONLY = {
+    "with_statement": (
+        "var o = {x: 1};\nfunction on_tool_call(event, host) {\n  with (o) { return {x: x}; }\n}\n",
+        3,
+    ),
+    "octal_literal": ("function on_tool_call(event, host) {\n  return {x: 010};\n}\n", 2),
+    "octal_escape": ("function on_tool_call(event, host) {\n  return {x: '\\01'};\n}\n", 2),
+    # QuickJS names the first line of the body for a duplicate parameter
+    "duplicate_parameters": ("function on_tool_call(event, event) {\n  return null;\n}\n", 2),
+    "delete_of_a_name": (
+        "var x = 1;\nfunction on_tool_call(event, host) {\n  delete x;\n  return null;\n}\n",
+        3,
+    ),
+    "reserved_word_as_name": (
+        "var x = 1;\nfunction on_tool_call(event, host) {\n  var interface = 1;\n  return null;\n}\n",
+        3,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SLOPPY_ONLY))
+def test_a_sloppy_mode_only_script_fails_to_load_naming_line_and_strict_mode(
+    one_worker: WorkerPool, case: str
+) -> None:
+    source, line = SLOPPY_ONLY[case]
+    with pytest.raises(ScriptCompileError) as caught:
+        one_worker.compile(source, filename="sloppy.js", language=Language.JAVASCRIPT)
+    (problem,) = caught.value.problems
+    assert problem.line == line
+    assert "strict mode" in problem.message
+
+
+@pytest.mark.parametrize(
+    "top",
+    [
+        "var me = arguments.callee;",
+        "var c = arguments.callee.caller;",
+        "arguments.callee.stash = 1;",
+    ],
+)
+def test_reaching_the_wrapper_through_arguments_callee_fails_the_load(
+    one_worker: WorkerPool, top: str
+) -> None:
+    source = "\n" + top + "\nfunction on_tool_call(event, host) { return null; }\n"
+    with pytest.raises(ScriptCompileError) as caught:
+        one_worker.compile(source, filename="callee.js", language=Language.JAVASCRIPT)
+    assert caught.value.problems[0].line == 2
+
+
+def compiled_runtime(source: str) -> JavaScriptRuntime:
+    js = JavaScriptRuntime()
+    assert js.compile({"source": source, "filename": "t.js", "key": "k", "limits": LIMITS})["ok"]
+    return js
+
+
+def js_call(js: JavaScriptRuntime, name: str) -> dict[str, object]:
+    answer = js.call(*js_request(name))
+    js.prepare()
+    return json.loads(answer) if isinstance(answer, str) else answer
+
+
+@pytest.mark.parametrize(
+    "queue",
+    [
+        "Promise.resolve().then(function () { counter.n = 1; });",
+        "(async function () { await null; counter.n = 1; })();",
+        "Promise.reject(new Error('x')).catch(function () { counter.n = 1; });",
+        "new Promise(function (ok) { ok(); }).then(function () { return Promise.resolve(); }).then(function () { counter.n = 1; });",
+    ],
+)
+def test_a_context_left_with_promise_jobs_is_never_used_again(queue: str) -> None:
+    source = (
+        "var counter = {n: 0};\nfunction on_tool_call(event, host) {\n"
+        f"  if (event.name === 'plant') {{ {queue} }}\n  return {{n: counter.n}};\n}}\n"
+    )
+    js = compiled_runtime(source)
+    first = js._ready["k"]
+    assert js_call(js, "probe")["value"] == {"n": 0}
+    assert js._ready["k"] is first
+    assert js_call(js, "plant")["value"] == {"n": 0}
+    assert js._ready["k"] is not first
+    assert js_call(js, "probe")["value"] == {"n": 0}
+
+
+def test_promise_jobs_queued_at_load_do_not_stay_in_the_kept_context() -> None:
+    js = compiled_runtime(
+        "Promise.resolve().then(function () {});\nfunction on_tool_call(event, host) { return null; }\n"
+    )
+    assert "k" not in js._ready
+    assert js_call(js, "probe")["value"] is None
+
+
+def test_the_pattern_cache_of_a_script_context_lives_for_one_call() -> None:
+    # Memory is the observable: many compiled patterns after one call, none after the next.
+    source = (
+        "function on_tool_call(event, host) {\n"
+        "  if (event.name === 'plant') { for (var i = 0; i < 200; i++) { host.match('(?i)pin-' + i + '-[0-9]{4,8}', 'x'); } }\n"
+        "  else { host.match('a+', 'aa'); }\n  return null;\n}\n"
+    )
+    js = compiled_runtime(source)
+    js_call(js, "probe")
+    used = js._ready["k"].ctx.memory()["memory_used_size"]
+    js_call(js, "plant")
+    assert js._ready["k"].ctx.memory()["memory_used_size"] > used + 100_000
+    js_call(js, "probe")
+    assert js._ready["k"].ctx.memory()["memory_used_size"] == used
+
+
+def regex_memory(history: list[dict[str, object]], limit_mb: int) -> tuple[int, int]:
+    js = JavaScriptRuntime()
+    for op in history:
+        js.regex(op, call=object(), remaining_s=5.0, memory_mb=64)
+    assert js.regex(
+        {"op": "match", "pattern": "ab+", "text": "abb"},
+        call=object(),
+        remaining_s=5.0,
+        memory_mb=limit_mb,
+    )
+    assert js._regex_ctx is not None
+    memory = js._regex_ctx.ctx.memory()
+    return memory["memory_used_size"], memory["malloc_limit"]
+
+
+def test_the_python_pattern_engine_meets_each_call_as_if_it_were_the_first() -> None:
+    # What an earlier call compiled, matched or allowed leaves no trace the next call meets:
+    # the same memory in use and the call's own memory limit.
+    pins = [f"(?i)pin[ :]*{n:04d}\\b" for n in range(32)]
+    history = [
+        {"op": "redact", "text": "pin 0042 " * 2000, "patterns": pins, "replacement": "#"},
+        {"op": "match", "pattern": "(a|b)*c{1,500}", "text": "x" * 300},
+    ]
+    assert regex_memory(history, 8) == regex_memory([], 8)
+    assert regex_memory(history, 8)[1] == 8 * 1024 * 1024
