@@ -274,3 +274,46 @@ def test_a_sloppy_mode_script_fails_to_load_naming_its_line(
         load(root)
     text = str(caught.value)
     assert "guard.js:3" in text and "strict mode" in text, text
+
+
+# -- class 2 (pattern cache): what one agent's calls compiled never reaches another's ------------
+
+FILLER = {
+    "py": "def on_tool_call(event, host):\n    ps = ['[a-z]{1,900}' + str(i) + '[0-9]{1,900}' for i in range(event['input']['from'], event['input']['from'] + 32)]\n    host.redact('x', ps)\n    return None\n",
+    "js": "function on_tool_call(event, host) {\n  var ps = [];\n  for (var i = event.input.from; i < event.input.from + 32; i++) { ps.push('[a-z]{1,900}' + i + '[0-9]{1,900}'); }\n  host.redact('x', ps);\n  return null;\n}\n",
+}
+GUARD = {
+    "py": "def on_tool_call(event, host):\n    if host.match('(?i)rm\\\\s+-rf', event['input']['cmd']):\n        return {'block': 'no rm -rf'}\n    return None\n",
+    "js": "function on_tool_call(event, host) {\n  if (host.match('(?i)rm\\\\s+-rf', event.input.cmd)) { return {block: 'no rm -rf'}; }\n  return null;\n}\n",
+}
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+def test_one_agent_filling_the_pattern_cache_does_not_fail_another_agents_guard(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine], lang: str
+) -> None:
+    language = "python" if lang == "py" else "javascript"
+
+    def hook(name: str, source: str, memory_mb: int) -> str:
+        return (
+            f"kind: script_hook\nname: {name}\nlanguage: {language}\nmemory_mb: {memory_mb}\ntimeout_ms: 1000\nsource: |\n"
+            + textwrap.indent(source, "  ")
+        )
+
+    root = project(
+        {
+            "engine.yaml": "process: test\nscripts: {workers: 1}\n",
+            "agents/filler/agent.yaml": "hooks: [filler]\n",
+            "agents/filler/hooks/filler.yaml": hook("filler", FILLER[lang], 128),
+            "agents/guarded/agent.yaml": "hooks: [guard]\n",
+            "agents/guarded/hooks/guard.yaml": hook("guard", GUARD[lang], 8),
+        }
+    )
+    engine = load(root)
+    for start in range(0, 256, 32):
+        out = engine.agent("filler").tool_call("noop", {"from": start}, user_id="attacker")
+        assert not out.blocked, out.reason
+        blocked = engine.agent("guarded").tool_call("shell", {"cmd": "RM  -rf /"}, user_id="victim")
+        assert blocked.blocked and blocked.reason == "no rm -rf", blocked.reason
+        allowed = engine.agent("guarded").tool_call("shell", {"cmd": "ls"}, user_id="victim")
+        assert not allowed.blocked, allowed.reason
