@@ -16,11 +16,13 @@ Hypothesis), so a pipeline is a fold of its hooks' changes over the empty change
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
+from engine.boundary import normalize_value
 from engine.errors import PluginError
 from engine.points import ACCEPTED, Message, Point
 
@@ -139,11 +141,9 @@ def parse_change(
                 point=point,
                 field=str(name),
             )
-    data = {
-        k: [v] if k in ADD_UP and isinstance(v, str) else v
-        for k, v in data.items()
-        if v is not None
-    }
+    data = {k: [v] if k in ADD_UP and isinstance(v, str) else v for k, v in data.items()}
+    for name, value in data.items():
+        data[name] = _checked_value(name, value, hook, point)
     if point is Point.BEFORE_USER_MESSAGE and "messages" in data:
         data["messages"] = (
             [_message(m, hook, point) for m in data["messages"]]
@@ -154,6 +154,36 @@ def parse_change(
     if change.tools is not None and event is not None:
         _check_subset(change.tools, event.get("tools", []), hook, point)
     return change
+
+
+NON_BLANK = ("block", "answer", "question")
+"""Fields whose text must say something: an empty reason or answer tells nobody anything."""
+
+
+def _checked_value(name: str, value: Any, hook: str, point: Point) -> Any:
+    """A field's value under the rules every change follows, whoever made it.
+
+    ``null`` is refused (leave a field out to change nothing: a guard answering
+    ``{block: null}`` must not let the tool run by accident); ``block``, ``answer`` and
+    ``question`` must be non-blank text; every value is normalised like the event
+    (engine/boundary.py), so no later hook, record or printer meets NaN or a lone surrogate.
+    """
+    problem = None
+    if value is None:
+        problem = "null is not a change (leave the field out to change nothing)"
+    elif name in NON_BLANK and isinstance(value, str) and not value.strip():
+        problem = "must be a non-empty text"
+    else:
+        value, problems = normalize_value(value, name)
+        problem = problems[0].removeprefix(f"{name}: ") if problems else None
+    if problem is not None:
+        raise PluginError(
+            f"hook {hook!r} at {point}: invalid result: {name}: {problem}",
+            hook=hook,
+            point=point,
+            field=name,
+        )
+    return value
 
 
 def _message(value: Any, hook: str, point: Point) -> Any:
@@ -176,16 +206,29 @@ def _tool_name(tool: Any) -> Any:
 
 
 def _check_subset(tools: list[Any], offered: list[Any], hook: str, point: Point) -> None:
+    """Each tool must be one the event offers, whole: same name, description and schema."""
+    whole = {_canonical(t) for t in offered}
     names = {_tool_name(t) for t in offered}
     for tool in tools:
-        if _tool_name(tool) not in names:
-            raise PluginError(
-                f"hook {hook!r} at {point}: tools: {_tool_name(tool)!r} is not one of the "
-                "event's tools (a change may only narrow the tools)",
-                hook=hook,
-                point=point,
-                field="tools",
-            )
+        if _canonical(tool) in whole:
+            continue
+        what = (
+            "changes the definition of the event's tool of that name (name, description and "
+            "schema must stay as offered)"
+            if _tool_name(tool) in names
+            else "is not one of the event's tools"
+        )
+        raise PluginError(
+            f"hook {hook!r} at {point}: tools: {_tool_name(tool)!r} {what} "
+            "(a change may only narrow the tools)",
+            hook=hook,
+            point=point,
+            field="tools",
+        )
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
 
 
 def merge(point: Point, first: Change, second: Change) -> Change:

@@ -9,6 +9,7 @@
     │   ├── ScriptRuntimeError  the script raised, misused the host API, or returned bad data
     │   └── ScriptLimitError    time, memory, stack or output budget exceeded; worker died
     ├── PluginError             a change a point does not accept, an unknown point
+    ├── InputError              the host's event is not JSON data; .problems by path
     └── StoreError              the store could not read or write
 
 Foreign exceptions (YAML, pydantic, RestrictedPython, QuickJS, SQLAlchemy) are translated
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 class EngineError(Exception):
@@ -85,7 +87,8 @@ class ScriptError(EngineError):
     """A user script failed.
 
     ``cause`` is one of ``error``, ``timeout``, ``memory``, ``invalid_result``, ``crashed``,
-    ``compile``; it is what records and outcomes report.
+    ``busy`` (no sandbox worker came free in time), ``quarantined`` (the hook kept killing
+    workers), ``compile``; it is what records and outcomes report.
     """
 
     cause = "error"
@@ -154,6 +157,19 @@ class PluginError(EngineError):
         self.hook = hook
         self.point = point
         self.field = field
+
+
+class InputError(EngineError):
+    """The host's event could not be normalised (engine/boundary.py).
+
+    ``problems`` names each value by its path (``event.input.data: bytes is not JSON``);
+    ``event`` is the event with those values replaced by markers, safe to record.
+    """
+
+    def __init__(self, problems: list[str], *, event: dict[str, Any] | None = None) -> None:
+        self.problems = list(problems)
+        self.event: dict[str, Any] = event if event is not None else {}
+        super().__init__("; ".join(self.problems) or "the event is not valid input")
 
 
 class StoreError(EngineError):

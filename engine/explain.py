@@ -3,7 +3,9 @@
 The warnings are heuristics, and say so. Found: a hook that never runs because an enforced hook
 before it blocks unconditionally (a script whose ``on_<point>`` starts with ``return
 {block: ...}``); a hook that can never change anything (inject without messages or notice,
-escalate without any trigger); two enforced hooks replacing the same field at a point. Not
+escalate without any trigger); two enforced hooks replacing the same field at a point; a hook
+that changes a tool result or an answer with ``on_error: ignore`` (its failure lets the unchanged
+data through). Not
 found: blocks behind conditions that are always true, fields set through variables or helper
 functions, anything decided by data at run time.
 """
@@ -17,9 +19,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from engine.changes import REPLACE
-from engine.config.loader import show
+from engine.config.loader import HookSpec, show
 from engine.config.models import EscalateConfig, FaqCacheConfig, InjectConfig
 from engine.kinds import Hook, Mode
+from engine.kinds.base import OnError
 from engine.pipeline import Pipeline
 from engine.points import ACCEPTED, Point
 
@@ -82,6 +85,7 @@ def _point_warnings(point: Point, hooks: list[Hook]) -> list[str]:
                 f"{point.value}: {hook.name} blocks unconditionally, so {later} never run"
             )
             break
+    warnings += [w for hook in hooks if (w := ignore_warning(hook, point))]
     setters: dict[str, str] = {}
     for hook in hooks:
         if hook.mode is not Mode.ENFORCE:
@@ -94,6 +98,37 @@ def _point_warnings(point: Point, hooks: list[Hook]) -> list[str]:
                 )
             setters[name] = hook.name
     return warnings
+
+
+OUTPUT_FIELDS = {Point.TOOL_RESULT: "result", Point.BEFORE_ASSISTANT_MESSAGE: "answer"}
+"""The points whose change stands between data and its reader, and the field it changes."""
+
+
+def ignore_warning(hook: Hook, point: Point) -> str | None:
+    """A warning if ``hook`` changes what reaches the model or the user at ``point`` (a
+    script subscribed to tool_result or before_assistant_message, or a kind that replaces
+    the result or answer) and runs with ``on_error: ignore``: if it fails, the unchanged
+    result or answer (the secret it would have redacted) passes."""
+    what = OUTPUT_FIELDS.get(point)
+    if what is None or hook.mode is not Mode.ENFORCE or hook.on_error is not OnError.IGNORE:
+        return None
+    if hook.kind != "script_hook" and what not in replaced_fields(hook, point):
+        return None
+    reader = "the model" if point is Point.TOOL_RESULT else "the user"
+    return (
+        f"{_on_error_at(hook)}: {hook.name} changes the {what} at {point.value} with "
+        f"on_error: ignore; if it fails, the unchanged {what} reaches {reader} "
+        "(on_error: fail withholds it)"
+    )
+
+
+def _on_error_at(hook: Hook) -> str:
+    """Where the hook's on_error is decided: the key's file and line, else the file."""
+    spec = getattr(hook, "spec", None)
+    shown = getattr(spec, "shown", None) or _shown(str(hook.source))
+    set_here = getattr(getattr(spec, "config", None), "on_error", None) is not None
+    line = spec.line("on_error") if set_here and isinstance(spec, HookSpec) else None
+    return f"{shown}:{line}" if line else f"{shown} (on_error: ignore is the {hook.kind} default)"
 
 
 def _idle_warnings(hook: Hook) -> list[str]:
@@ -240,5 +275,6 @@ __all__ = [
     "as_data",
     "explain",
     "explanation_lines",
+    "ignore_warning",
     "replaced_fields",
 ]

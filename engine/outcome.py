@@ -68,6 +68,9 @@ class Outcome:
     """Names of hooks that failed."""
     changed: bool = False
     """Whether any enforced hook changed something."""
+    input_error: str | None = None
+    """The event was refused at the boundary (engine/boundary.py) and no hook ran: the cause,
+    naming each offending value by path. Set at every point, the after-points included."""
     hooks: list[HookRun] = field(default_factory=list)
     generation: int = 0
 

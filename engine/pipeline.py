@@ -14,9 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from engine.changes import EMPTY, Change, apply, join_answer, merge, parse_change
 from engine.config.models import RecordsSettings
-from engine.errors import PluginError, ScriptError
+from engine.errors import InputError, PluginError, ScriptError
 from engine.kinds.base import Hook, HookContext, Memo, Mode, OnError
 from engine.outcome import Outcome
 from engine.points import Point, Scope
@@ -154,18 +156,48 @@ def _call(hook: Hook, point: Point, event: dict[str, Any], ctx: HookContext) -> 
 def _refusal(point: Point, hook: Hook, error: _Failure) -> tuple[str, Change] | None:
     """The change a failure makes at ``point`` (None: the hook is neutral)."""
     if point is Point.TOOL_CALL:
-        reason = (
-            f"a required check failed: hook {hook.name!r} ({error.cause}); the tool was not run"
+        return hook.name, fail_closed(
+            point, f"a required check failed: hook {hook.name!r} ({error.cause})"
         )
-        return hook.name, Change(block=reason)
     if point.hears_only or hook.on_error is OnError.IGNORE:
         return None
-    reason = f"refused: the check {hook.name!r} failed ({error.cause})"
+    return hook.name, fail_closed(point, f"refused: the check {hook.name!r} failed ({error.cause})")
+
+
+def fail_closed(point: Point, reason: str) -> Change:
+    """What a failure that must not let data through does at ``point``: the tool is not run,
+    the result or answer is withheld, a before-point's turn is refused; nothing at the points
+    that only hear."""
+    if point is Point.TOOL_CALL:
+        return Change(block=f"{reason}; the tool was not run")
+    if point.hears_only:
+        return EMPTY
     if point is Point.TOOL_RESULT:
-        return hook.name, Change(block=reason, result=f"[result withheld: {reason}]")
+        return Change(block=reason, result=f"[result withheld: {reason}]")
     if point is Point.BEFORE_ASSISTANT_MESSAGE:
-        return hook.name, Change(block=reason, answer=WITHHELD_ANSWER)
-    return hook.name, Change(block=reason)
+        return Change(block=reason, answer=WITHHELD_ANSWER)
+    return Change(block=reason)
+
+
+def refuse_event(
+    pipeline: Pipeline, point: Point, error: InputError, services: Services
+) -> Outcome:
+    """The outcome of an event the boundary refused (engine/boundary.py): no hook runs, the
+    point fails closed (``fail_closed``) naming the cause, and the refusal is recorded with
+    the event as marked by the boundary. Never raises."""
+    cause = f"the event is not valid input: {error}"
+    log.warning("agent %s at %s: %s", pipeline.agent, point, cause)
+    event = error.event
+    runs = [_run_of(slot, "skipped", 0.0) for slot in pipeline.by_point[point]]
+    outcome = _outcome(pipeline, point, event, {}, fail_closed(point, f"refused: {cause}"), runs)
+    outcome.input_error = cause
+    if services.submit is not None and pipeline.records.enabled:
+        try:
+            scope = Scope.model_validate(event.get("scope") or {})
+        except ValidationError:
+            scope = Scope()
+        services.submit(_record(pipeline, point, event, scope, outcome), _mask(pipeline))
+    return outcome
 
 
 def _run_of(slot: Slot, status: str, elapsed: float, ctx: HookContext | None = None) -> HookRun:
@@ -204,15 +236,16 @@ def _outcome(
     out.notices = list(merged.notice)
     out.changed = not merged.is_empty()
     if point is Point.BEFORE_USER_MESSAGE:
-        out.question, out.answer = seen["question"], merged.answer
+        out.question, out.answer = seen.get("question"), merged.answer
         out.messages = list(merged.messages or [])
     elif point is Point.BEFORE_CALL:
-        out.instruction, out.sections = seen["instruction"], list(merged.sections)
-        out.messages, out.tools, out.settings = seen["messages"], seen["tools"], seen["settings"]
+        out.instruction, out.sections = seen.get("instruction"), list(merged.sections)
+        out.messages, out.tools = seen.get("messages", []), seen.get("tools")
+        out.settings = seen.get("settings")
     elif point is Point.TOOL_CALL:
-        out.input = seen["input"]
+        out.input = seen.get("input")
     elif point is Point.TOOL_RESULT:
-        out.result = merged.result if merged.result is not None else seen["result"]
+        out.result = merged.result if merged.result is not None else seen.get("result")
     elif point is Point.BEFORE_ASSISTANT_MESSAGE:
         base = merged.answer if merged.answer is not None else event["answer"]
         out.answer, out.appended = join_answer(base, merged.append), list(merged.append)
@@ -224,9 +257,11 @@ def _record(
 ) -> Record:
     data = outcome.decision()
     data.update(events=outcome.events, shadow=outcome.shadow, failed=outcome.failed)
+    if outcome.input_error is not None:
+        data["input_error"] = outcome.input_error
     return Record.model_construct(
         id=outcome.id,
-        time=event["time"],
+        time=event.get("time") or "",
         agent=pipeline.agent,
         point=point.value,
         scope=scope.model_dump(),

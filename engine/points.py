@@ -6,9 +6,10 @@ import difflib
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine.errors import PluginError
+from engine.boundary import normalize_event
+from engine.errors import InputError, PluginError
 
 
 class Point(StrEnum):
@@ -166,9 +167,25 @@ ACCEPTED: dict[Point, frozenset[str]] = {
 
 
 def make_event(point: Point, **fields: Any) -> dict[str, Any]:
-    """Validate the host's fields for ``point`` and return the event as JSON data."""
-    model = EVENTS[point].model_validate({"point": point, **fields})
-    # a shallow dump: the fields are JSON values already (validated), only the two models
+    """Normalise the host's fields for ``point`` (engine/boundary.py), validate them, and
+    return the event as JSON data.
+
+    Raises:
+        InputError: a value is not JSON data, or a field does not fit the point's event;
+            each problem names its path (``event.input.data: bytes is not JSON``).
+    """
+    scope = fields.get("scope")
+    if isinstance(scope, Scope):
+        fields["scope"] = dict(scope.__dict__)
+    raw = normalize_event({"point": point.value, **fields})
+    try:
+        model = EVENTS[point].model_validate(raw)
+    except ValidationError as exc:
+        problems = [
+            f"event.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        ]
+        raise InputError(problems, event=raw) from None
+    # a shallow dump: the fields are JSON values already (normalised), only the two models
     # inside need turning into data; this is on every evaluation's path
     event = dict(model.__dict__)
     event["point"] = point.value

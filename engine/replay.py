@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import EngineError
+from engine.boundary import normalize_event
+from engine.errors import EngineError, InputError
 from engine.kinds import Memo
 from engine.outcome import DECISION_FIELDS, Outcome
-from engine.pipeline import Services, evaluate
+from engine.pipeline import Services, evaluate, refuse_event
 from engine.points import Point
 from engine.runtime import Engine
 from engine.store import Record, RecordQuery, open_store
@@ -93,7 +94,12 @@ class Replayer:
         """The current hooks' outcome for a recorded event (recorded judge answers reused)."""
         pipeline = self.engine.agent(record.agent).pipeline
         extras = {run.name: run.extras for run in record.hooks if run.extras}
-        return evaluate(pipeline, Point(record.point), record.event, self.services, replay=extras)
+        point = Point(record.point)
+        try:
+            event = normalize_event(record.event)  # the host boundary's rule, as when recorded
+        except InputError as exc:
+            return refuse_event(pipeline, point, exc, self.services)
+        return evaluate(pipeline, point, event, self.services, replay=extras)
 
     def run(
         self, records: list[Record], progress: Callable[[int, int], None] | None = None

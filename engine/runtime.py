@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 from engine.config import ProjectConfig, load_project
 from engine.config.loader import AgentSpec, HookSpec
 from engine.config.models import EngineSettings
-from engine.errors import ConfigError, EngineError, Problem, ScriptCompileError
+from engine.errors import ConfigError, EngineError, InputError, Problem, ScriptCompileError
 from engine.kinds import BuildEnv, build_hook
 from engine.kinds.base import Memo
 from engine.outcome import Outcome
-from engine.pipeline import Pipeline, Services, Slot, evaluate
+from engine.pipeline import Pipeline, Services, Slot, evaluate, refuse_event
 from engine.points import Point, make_event
 from engine.records import RecordWriter
 from engine.store import Record, RecordQuery, Store, open_store
@@ -162,11 +162,18 @@ class Engine:
         """The script worker pool, started on first use."""
         with self._lock:
             if self._sandbox is None:
-                from engine.sandbox import Limits, WorkerPool
+                from engine.sandbox import Limits, PoolPolicy, WorkerPool
 
                 s = self.settings.scripts
                 self._sandbox = WorkerPool(
-                    size=s.workers, limits=Limits(timeout_ms=s.timeout_ms, memory_mb=s.memory_mb)
+                    size=s.workers,
+                    limits=Limits(timeout_ms=s.timeout_ms, memory_mb=s.memory_mb),
+                    policy=PoolPolicy(
+                        workers_per_hook=s.max_workers_per_hook,
+                        respawns_per_s=s.respawns_per_s,
+                        quarantine_kills=s.quarantine_kills,
+                        quarantine_window_s=s.quarantine_window_s,
+                    ),
                 )
             return self._sandbox
 
@@ -200,9 +207,12 @@ class Engine:
         return self.store.query_records(query or RecordQuery(**filters))
 
     def status(self) -> dict[str, Any]:
-        """Per agent: generation, last (re)load time, last reload error with file and line."""
+        """Per agent: generation, last (re)load time, last reload error with file and line;
+        ``sandbox``: the worker pool's health (None until a script hook started it)."""
         assert self.reloader is not None  # set in __init__ or the engine did not construct
-        return self.reloader.status()
+        status = self.reloader.status()
+        status["sandbox"] = self._sandbox.health() if self._sandbox is not None else None
+        return status
 
     def reload_agent(self, name: str) -> bool:
         """Re-read, rebuild and test agent ``name`` now; swap it in if all is well (True)."""
@@ -274,7 +284,12 @@ class Agent:
         turn_id: str | None = None,
         replay: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Outcome:
-        """Evaluate any point with its event fields (the generic form of the methods below)."""
+        """Evaluate any point with its event fields (the generic form of the methods below).
+
+        The event is normalised first (engine/boundary.py). An event the boundary refuses
+        (bytes, sets, non-text keys, fields that do not fit the point) is not raised: the
+        point fails closed and ``out.input_error`` names the cause.
+        """
         point = Point(point)
         if turn_id is None and point is Point.BEFORE_USER_MESSAGE:
             turn_id = uuid.uuid4().hex  # hosts pass it back to feedback and later points
@@ -284,16 +299,19 @@ class Agent:
             "template": template,
             "process": process or self.engine.settings.process,
         }
-        event = make_event(
-            point,
-            agent=self.name,
-            scope=scope,
-            time=time or now_iso(),
-            turn_id=turn_id,
-            **dict(fields or {}),
-        )
         pipeline = self._take()  # one snapshot for the whole evaluation
         try:
+            try:
+                event = make_event(
+                    point,
+                    agent=self.name,
+                    scope=scope,
+                    time=time or now_iso(),
+                    turn_id=turn_id,
+                    **dict(fields or {}),
+                )
+            except InputError as exc:  # refused at the boundary: the point fails closed
+                return refuse_event(pipeline, point, exc, self.engine.services)
             return evaluate(pipeline, point, event, self.engine.services, replay=replay)
         finally:
             self._give_back(pipeline)

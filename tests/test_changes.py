@@ -74,6 +74,74 @@ def test_tools_may_only_narrow_the_events_tools() -> None:
         parse_change(Point.BEFORE_CALL, {"tools": ["rm"]}, hook="h", event=EVENT_TOOLS)
 
 
+@pytest.mark.parametrize(
+    ("point", "data", "message"),
+    [
+        (Point.TOOL_CALL, {"block": None}, "block: null is not a change"),
+        (Point.TOOL_CALL, {"block": ""}, "block: must be a non-empty text"),
+        (Point.TOOL_CALL, {"block": "  \n\t"}, "block: must be a non-empty text"),
+        (Point.TOOL_CALL, {"input": None}, "input: null is not a change"),
+        (Point.TOOL_CALL, {"notice": None}, "notice: null is not a change"),
+        (Point.TOOL_CALL, {"block": 0}, "block"),
+        (
+            Point.TOOL_CALL,
+            {"input": {"x": b"raw"}},
+            "input: invalid result: input.x: bytes is not JSON",
+        ),
+        (Point.BEFORE_USER_MESSAGE, {"question": None}, "question: null is not a change"),
+        (Point.BEFORE_USER_MESSAGE, {"question": " "}, "question: must be a non-empty text"),
+        (Point.BEFORE_USER_MESSAGE, {"answer": ""}, "answer: must be a non-empty text"),
+        (Point.BEFORE_ASSISTANT_MESSAGE, {"answer": ""}, "answer: must be a non-empty text"),
+        (Point.BEFORE_ASSISTANT_MESSAGE, {"answer": None}, "answer: null is not a change"),
+        (Point.TOOL_RESULT, {"result": None}, "result: null is not a change"),
+        (Point.TOOL_RESULT, {"result": {1, 2}}, "result: set is not JSON"),
+        (Point.BEFORE_CALL, {"settings": {"t": object()}}, "settings.t: object is not JSON"),
+    ],
+)
+def test_invalid_results_are_refused_by_one_rule(
+    point: Point, data: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(PluginError) as info:
+        parse_change(point, data, hook="g")
+    assert info.value.field == next(iter(data))
+    assert message.split(": invalid result: ")[-1] in str(info.value)
+
+
+def test_values_a_hook_hands_back_are_normalised_like_the_event() -> None:
+    change = parse_change(
+        Point.TOOL_RESULT,
+        {"result": {"n": float("nan"), "big": 2**60, "t": "a\ud800"}, "notice": "x\udfff"},
+        hook="g",
+    )
+    assert change.result == {"n": None, "big": str(2**60), "t": "a\ufffd"}
+    assert change.notice == ["x\ufffd"]
+
+
+OFFERED = [
+    {"name": "shell", "description": "ls only", "parameters": {"type": "object", "properties": {}}},
+    {"name": "read", "description": "reads", "parameters": {"type": "object"}},
+]
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {**OFFERED[0], "description": "runs anything"},
+        {**OFFERED[0], "parameters": {"type": "object", "properties": {"cmd": {}}}},
+        {"name": "shell"},
+        {**OFFERED[0], "extra": True},
+    ],
+)
+def test_a_tool_with_an_offered_name_but_another_definition_is_refused(
+    changed: dict[str, Any],
+) -> None:
+    with pytest.raises(PluginError, match="'shell' changes the definition"):
+        parse_change(Point.BEFORE_CALL, {"tools": [changed]}, hook="h", event={"tools": OFFERED})
+    same = {k: OFFERED[0][k] for k in reversed(list(OFFERED[0]))}  # key order does not matter
+    kept = parse_change(Point.BEFORE_CALL, {"tools": [same]}, hook="h", event={"tools": OFFERED})
+    assert kept.tools == [same]
+
+
 def test_notice_string_is_a_list_of_one() -> None:
     assert parse_change(Point.TOOL_CALL, {"notice": "x"}, hook="h").notice == ["x"]
 

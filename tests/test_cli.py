@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -196,3 +197,109 @@ def test_the_real_console_scripts(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+SURROGATE_HOOKS = {
+    "py.yaml": (
+        "kind: script_hook\nname: sur\nlanguage: python\nsource: |\n"
+        "  def on_tool_call(event, host):\n"
+        '      if event["name"] == "fail":\n'
+        '          raise ValueError("err \\udc00")\n'
+        '      host.log("log \\ud800 " + event["input"]["q"])\n'
+        '      return {"notice": "seen"}\n'
+    ),
+    "js.yaml": (
+        "kind: script_hook\nname: surjs\nlanguage: javascript\nsource: |\n"
+        "  function on_tool_call(event, host) {\n"
+        '    if (event.name === "fail") { throw new Error("err \\udc00"); }\n'
+        '    host.log("log \\ud800 " + event.input.q);\n'
+        '    return {notice: "seen"};\n'
+        "  }\n"
+    ),
+}
+
+
+@pytest.fixture
+def surrogate_hooks(tmp_path: Path) -> Path:
+    for name, text in SURROGATE_HOOKS.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+def test_hook_tool_prints_lone_surrogates_as_escapes(
+    surrogate_hooks: Path, capsys: pytest.CaptureFixture[str], lang: str
+) -> None:
+    hook, db = str(surrogate_hooks / f"{lang}.yaml"), ["--db", ":memory:"]
+    logged = [hook, "tool", "t", '{"q": "\\udfff"}', *db]
+    code, out, err = run(hook_tool.main, logged, capsys)
+    assert code == 0, err
+    assert "log: log \\ud800 \ufffd" in out and "notice: seen" in out
+    code, out, err = run(hook_tool.main, [*logged, "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["outcome"]["hooks"][0]["logs"] == ["log \ud800 \ufffd"]
+    failing = [hook, "tool", "fail", "{}", *db]
+    code, out, err = run(hook_tool.main, failing, capsys)
+    assert code == 0, err
+    assert "err \\udc00" in out and "BLOCKED" in out
+    code, out, err = run(hook_tool.main, [*failing, "--json"], capsys)
+    assert code == 0, err
+    assert "err \udc00" in json.loads(out)["outcome"]["hooks"][0]["error"]  # same value back
+
+
+def test_every_command_prints_through_the_surrogate_escape(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from engine.cli.common import escape_surrogates, print_json, say
+
+    assert escape_surrogates("a\ud800b\udfff") == "a\\ud800b\\udfff"
+    assert escape_surrogates("plain é") == "plain é"
+    say("x\udc80")
+    print_json({"k\ud800": ["\udbff"]})
+    out, _ = capsys.readouterr()
+    assert out.startswith("x\\udc80\n")
+    assert json.loads(out.split("\n", 1)[1]) == {"k\ud800": ["\udbff"]}
+    for module in ("cmd_core", "cmd_ops", "hook_tool", "dev"):
+        source = (REPO / "engine" / "cli" / f"{module}.py").read_text()
+        assert "print(" not in source, f"engine/cli/{module}.py prints without the escape"
+
+
+def test_hook_tool_console_script_with_a_lone_surrogate(surrogate_hooks: Path) -> None:
+    done = subprocess.run(
+        [
+            str(console("hook_tool")),
+            str(surrogate_hooks / "js.yaml"),
+            "tool",
+            "t",
+            '{"q": "\\ud800"}',
+        ],
+        capture_output=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+    assert done.returncode == 0, done.stderr
+    text = done.stdout.decode("utf-8")  # strict: the output is valid UTF-8
+    assert "log: log \\ud800 \ufffd" in text and "Traceback" not in done.stderr.decode("utf-8")
+
+
+REDACTOR_IGNORE = (
+    "kind: script_hook\nname: redactor\nlanguage: javascript\non_error: ignore\nsource: |\n"
+    "  function on_tool_result(event, host) { return null; }\n"
+)
+
+
+def test_check_warns_about_a_redactor_with_on_error_ignore_and_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config"
+    (config / "agents" / "a" / "hooks").mkdir(parents=True)
+    (config / "agents" / "a" / "agent.yaml").write_text("hooks: [redactor]\n")
+    (config / "agents" / "a" / "hooks" / "redactor.yaml").write_text(REDACTOR_IGNORE)
+    code, out, _ = run(hookengine.main, ["check", str(config)], capsys)
+    assert code == 0
+    (warning,) = [line for line in out.splitlines() if line.startswith("warning: ")]
+    assert "agents/a/hooks/redactor.yaml:4: redactor changes the result at tool_result" in warning
+    assert "reaches the model" in warning
+    code, out, _ = run(hookengine.main, ["check", str(REPO / "config")], capsys)
+    assert code == 0 and "warning" not in out

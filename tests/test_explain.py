@@ -145,3 +145,65 @@ def test_two_hooks_replacing_the_same_field_are_reported(
 def test_replaced_fields_of_a_script_come_from_its_handler() -> None:
     hook = ScriptLike("g", JS_SOMETIMES)
     assert replaced_fields(hook, Point.TOOL_CALL) == {"input"}  # type: ignore[arg-type]
+
+
+def _script(name: str, lang: str, point: str, extra: str = "") -> str:
+    body = (
+        f"def on_{point}(event, host):\n    return None\n"
+        if lang == "py"
+        else f"function on_{point}(event, host) {{ return null; }}\n"
+    )
+    language = "python" if lang == "py" else "javascript"
+    indented = "".join(f"  {line}\n" for line in body.splitlines())
+    return f"kind: script_hook\nname: {name}\nlanguage: {language}\n{extra}source: |\n{indented}"
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+def test_a_redactor_with_on_error_ignore_is_warned_about_with_file_and_line(
+    load: Any, project: Any, lang: str
+) -> None:
+    root = project(
+        {
+            "agents/a/agent.yaml": (
+                "hooks: [result_ignore, answer_ignore, fails, shadowed, guard]\n"
+            ),
+            "agents/a/hooks/result_ignore.yaml": _script(
+                "result_ignore", lang, "tool_result", "on_error: ignore\n"
+            ),
+            "agents/a/hooks/answer_ignore.yaml": _script(
+                "answer_ignore", lang, "before_assistant_message", "on_error: ignore\n"
+            ),
+            "agents/a/hooks/fails.yaml": _script("fails", lang, "tool_result", "on_error: fail\n"),
+            "agents/a/hooks/shadowed.yaml": _script(
+                "shadowed", lang, "tool_result", "on_error: ignore\nmode: shadow\n"
+            ),
+            "agents/a/hooks/guard.yaml": _script("guard", lang, "tool_call", "on_error: ignore\n"),
+        }
+    )
+    ex = explain(load(root).agent("a").pipeline)
+    found = [w for w in ex.warnings if "on_error: ignore" in w]
+    assert len(found) == 2, found
+    result, answer = sorted(found, key=lambda w: "answer" in w)
+    assert "agents/a/hooks/result_ignore.yaml:4: result_ignore changes the result" in result
+    assert "reaches the model" in result
+    assert "agents/a/hooks/answer_ignore.yaml:4: answer_ignore changes the answer" in answer
+    assert "reaches the user" in answer
+    only = explain(load(root).agent("a").pipeline, Point.TOOL_RESULT)
+    assert [w for w in only.warnings if "on_error" in w] == [result]
+
+
+def test_the_explain_command_prints_the_on_error_warning(
+    load: Any, project: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = project(
+        {
+            "agents/a/agent.yaml": "hooks: [r]\n",
+            "agents/a/hooks/r.yaml": _script("r", "js", "tool_result", "on_error: ignore\n"),
+        }
+    )
+    assert hookengine(["explain", "--config", str(root), "--agent", "a"]) == 0
+    out = capsys.readouterr().out
+    assert "warning: " in out and "r.yaml:4: r changes the result at tool_result" in out
+    assert hookengine(["explain", "--config", str(root), "--agent", "a", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert any("on_error: ignore" in w for w in data["warnings"])

@@ -10,7 +10,7 @@ from tests.conftest import REPO
 # Lowest first. A module may import its own layer and the layers below it.
 LAYERS: list[set[str]] = [
     {"errors"},
-    {"points", "policy", "text"},
+    {"boundary", "points", "policy", "text"},
     {"changes", "store.records"},
     {"config"},
     {"store", "providers", "host_api"},

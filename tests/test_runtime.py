@@ -52,8 +52,11 @@ def test_bad_event_fields_are_refused(
     project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
 ) -> None:
     agent = load(project(FILES)).agent("a")
-    with pytest.raises(ValueError, match="rating"):
-        agent.feedback("t1", "meh")
+    out = agent.feedback("t1", "meh")  # refused at the boundary, not raised to the host
+    assert out.input_error is not None and "event.rating" in out.input_error
+    assert out.hooks == [] and not out.blocked
+    blocked = agent.evaluate("tool_call", {"name": 5})
+    assert blocked.blocked and "event.name" in (blocked.reason or "")
 
 
 def test_async_forms(

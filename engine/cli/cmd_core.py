@@ -7,10 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.cli.common import EXIT_OK, print_json
+from engine.cli.common import EXIT_OK, print_json, say
 from engine.cli.render import short
 from engine.config import load_engine_settings
 from engine.errors import ConfigError
+from engine.explain import OUTPUT_FIELDS, ignore_warning
 from engine.replay import shadow_text
 from engine.runtime import Engine
 from engine.store import RecordQuery, open_store
@@ -45,11 +46,22 @@ def register(sub: Any) -> None:
 
 
 def check(args: argparse.Namespace) -> int:
-    """Load every agent (scripts compiled) and report every problem; exit 2 if any."""
+    """Load every agent (scripts compiled) and report every problem; exit 2 if any.
+
+    Warnings (a redactor with ``on_error: ignore``) are printed but do not change the exit
+    code: the configuration is valid, only risky."""
+    warned: set[str] = set()
     with Engine.load(args.config, records=False, db=":memory:") as engine:
         for name in engine.agents:
-            hooks = engine.agent(name).pipeline.slots
-            print(f"ok  {name}: {len(hooks)} hooks ({', '.join(s.hook.name for s in hooks)})")
+            pipeline = engine.agent(name).pipeline
+            hooks = pipeline.slots
+            say(f"ok  {name}: {len(hooks)} hooks ({', '.join(s.hook.name for s in hooks)})")
+            for point in OUTPUT_FIELDS:
+                for slot in pipeline.by_point[point]:
+                    warning = ignore_warning(slot.hook, point)
+                    if warning is not None and warning not in warned:  # host hooks: once
+                        warned.add(warning)
+                        say(f"warning: {warning}")
     return EXIT_OK
 
 
@@ -61,12 +73,12 @@ def demo(args: argparse.Namespace) -> int:
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     with Engine.load(args.config, db=str(db)) as engine:
         agent = engine.agent(args.agent)
-        print(
+        say(
             f"Playing the demo conversation through agent {args.agent!r} "
             f"({len(agent.pipeline.slots)} hooks), offline."
         )
         outcomes = play(agent)
-    print(
+    say(
         f"\n{len(outcomes)} evaluations recorded in {db}; "
         f"see them with: hookengine records --db {db}"
     )
@@ -101,16 +113,16 @@ def records(args: argparse.Namespace) -> int:
         print_json([r.model_dump(mode="json") for r in found])
         return EXIT_OK
     for r in found:
-        print(f"{r.time}  {r.agent}  {r.point}  {r.scope_key}  gen {r.generation}  {r.id[:8]}")
+        say(f"{r.time}  {r.agent}  {r.point}  {r.scope_key}  gen {r.generation}  {r.id[:8]}")
         for run in r.hooks:
             detail = run.error or (json.dumps(run.change, ensure_ascii=False) if run.change else "")
             mode = "" if run.mode == "enforce" else " [shadow]"
-            print(f"    {run.name}{mode} {run.status} {run.duration_ms:.2f}ms {short(detail, 100)}")
+            say(f"    {run.name}{mode} {run.status} {run.duration_ms:.2f}ms {short(detail, 100)}")
         decided = r.outcome
         if decided.get("blocked"):
-            print(f"    => BLOCKED: {decided.get('reason')}")
+            say(f"    => BLOCKED: {decided.get('reason')}")
         for entry in decided.get("shadow") or []:
-            print(f"    => shadow: {shadow_text(entry)}")
+            say(f"    => shadow: {shadow_text(entry)}")
     if not found:
-        print("no records match")
+        say("no records match")
     return EXIT_OK

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json
+from engine.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json, say
 from engine.config import agent_names, load_project
 from engine.errors import ConfigError
 from engine.points import Point
@@ -64,7 +64,7 @@ def test(args: argparse.Namespace) -> int:
 
     with Engine.load(args.config, records=False, db=":memory:", live=args.live) as engine:
         report = run_hooks(project_hooks(engine.project), engine.env)
-    print("\n".join(report_lines(report)))
+    say("\n".join(report_lines(report)))
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
@@ -85,7 +85,7 @@ def replay(args: argparse.Namespace) -> int:
     if args.json:
         print_json(_replay_data(report))
     else:
-        print("\n".join(report_lines(report, limit=args.show)))
+        say("\n".join(report_lines(report, limit=args.show)))
     return EXIT_OK
 
 
@@ -143,7 +143,7 @@ def explain(args: argparse.Namespace) -> int:
     if args.json:
         print_json(as_data(ex))
     else:
-        print("\n".join(explanation_lines(ex)))
+        say("\n".join(explanation_lines(ex)))
     return EXIT_OK
 
 
@@ -153,13 +153,13 @@ def explain(args: argparse.Namespace) -> int:
 def dev(args: argparse.Namespace) -> int:
     from engine.cli.dev import DevSession, run
 
-    def say(text: str) -> None:
-        print(text, flush=True)
+    def show(text: str) -> None:
+        say(text, flush=True)
 
     with Engine.load(args.config, db=args.db, watch=True) as engine:
         if args.agent not in engine.agents:
             raise UsageError(f"no agent {args.agent!r} (loaded: {', '.join(engine.agents)})")
-        session = DevSession(engine, args.agent, say)
+        session = DevSession(engine, args.agent, show)
         try:
             run(session, sys.stdin, prompt=sys.stdin.isatty())
         finally:
@@ -177,7 +177,7 @@ def status(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
     else:
-        print("\n".join(status_lines(data)))
+        say("\n".join(status_lines(data)))
     return EXIT_OK if all(a["error"] is None for a in data["agents"].values()) else EXIT_FAILED
 
 
@@ -221,4 +221,13 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         if error:
             label = "error" if a["error"] else "last error"
             lines += [f"    {label}: {p}" for p in error["problems"]]
+    sandbox = data.get("sandbox")
+    if sandbox:
+        lines.append(
+            f"sandbox: {sandbox['workers']}/{sandbox['size']} workers, {sandbox['busy']} busy, "
+            f"{sandbox['respawns_last_minute']} respawns in the last minute"
+        )
+        lines += [
+            f"    quarantined: {q['hook']} ({q['kills']} kills)" for q in sandbox["quarantined"]
+        ]
     return lines

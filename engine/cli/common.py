@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -21,14 +22,34 @@ def fail(prog: str, exc: BaseException) -> int:
     """Report an error on stderr (one line per problem) and return the exit code 2."""
     if isinstance(exc, ConfigError):
         for problem in exc.problems:
-            print(f"{prog}: error: {problem}", file=sys.stderr)
+            say(f"{prog}: error: {problem}", file=sys.stderr)
     else:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        say(f"{prog}: error: {exc}", file=sys.stderr)
     return EXIT_USAGE
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate written as its escape (``\\ud800``).
+
+    A surrogate cannot be encoded to UTF-8, so printing one raises; a hook's log, error or
+    change may hold one. The escape reads the same in text, and in JSON output it is the
+    JSON escape of that very code point, so parsing the output gives back the value.
+    """
+    if text.isascii():
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def say(text: str = "", **options: Any) -> None:
+    """``print`` for every command's output: lone surrogates are escaped, never raised."""
+    print(escape_surrogates(text), **options)
+
+
 def print_json(data: Any) -> None:
-    print(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+    say(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
 def run_main(prog: str, body: Any) -> int:

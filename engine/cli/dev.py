@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from engine.cli import common
 from engine.cli.render import outcome_lines
 from engine.demo import offline_answer
 from engine.explain import explain, explanation_lines
@@ -23,7 +24,7 @@ HELP = """type a message to run a turn (offline answers), or:
 class DevSession:
     """One agent, one scope; prints what each point decided and every reload of the agent."""
 
-    def __init__(self, engine: Engine, agent: str, say: Callable[[str], None] = print) -> None:
+    def __init__(self, engine: Engine, agent: str, say: Callable[[str], None] = common.say) -> None:
         self.engine = engine
         self.agent = engine.agent(agent)
         self._say, self._lock = say, threading.Lock()
@@ -124,4 +125,4 @@ def run(session: DevSession, lines: Iterable[str], *, prompt: bool = False) -> N
         if not session.handle(line):
             break
         if prompt:
-            print("> ", end="", flush=True)
+            common.say("> ", end="", flush=True)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json, run_main
+from engine.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json, run_main, say
 from engine.cli.render import outcome_lines
 from engine.config import find_config_root, load_engine_settings, load_hook_file
 from engine.config.loader import AgentSpec, ProjectConfig
@@ -87,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     else:
         for out in outcomes:
-            print("\n".join(outcome_lines(out)))
+            say("\n".join(outcome_lines(out)))
     return EXIT_OK
 
 
@@ -158,7 +158,7 @@ def _test(path: Path, args: argparse.Namespace) -> int:
 
     with load_engine(path, agent=args.agent, db=":memory:", live=args.live) as engine:
         report = run_hooks(engine.project.agents[args.agent].hooks, engine.env)
-    print("\n".join(report_lines(report)))
+    say("\n".join(report_lines(report)))
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
@@ -174,10 +174,10 @@ def _info(path: Path, args: argparse.Namespace) -> int:
     if args.json:
         print_json(info)
         return EXIT_OK
-    print(f"{spec.shown}  ({spec.kind} {spec.name!r}, version {spec.version})")
+    say(f"{spec.shown}  ({spec.kind} {spec.name!r}, version {spec.version})")
     for key, value in data.items():
         if key not in ("kind", "name"):
-            print(f"  {key}: {json.dumps(value, ensure_ascii=False)}")
+            say(f"  {key}: {json.dumps(value, ensure_ascii=False)}")
     return EXIT_OK
 
 

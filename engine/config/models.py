@@ -11,6 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from engine.errors import InputError
 from engine.points import Point, make_event
 from engine.policy import Mode, OnError
 
@@ -85,7 +86,7 @@ class HookTest(Strict):
         for point, fields in [*((s.point, s.event) for s in self.given), (self.point, self.event)]:
             try:
                 make_event(point, agent="test", time=self.time, scope=self.scope, **fields)
-            except (ValidationError, TypeError) as exc:
+            except (ValidationError, TypeError, InputError) as exc:
                 raise ValueError(f"event does not fit {point.value}: {_first_error(exc)}") from exc
         return self
 
@@ -264,9 +265,11 @@ class ScriptHookConfig(HookBase):
     points: list[Point] | None = None
     """Points to subscribe to; default: every ``on_<point>`` the script defines."""
     timeout_ms: int | None = Field(default=None, gt=0, le=60_000)
-    """Time budget per call; default from engine.yaml (scripts.timeout_ms)."""
+    """Time budget per call; default from engine.yaml (scripts.timeout_ms), at most
+    scripts.max_timeout_ms."""
     memory_mb: int | None = Field(default=None, gt=0, le=4096)
-    """Memory budget; default from engine.yaml (scripts.memory_mb)."""
+    """Memory budget; default from engine.yaml (scripts.memory_mb), at most
+    scripts.max_memory_mb."""
     config: dict[str, Any] = Field(default_factory=dict)
     """The script's settings, shown to it as ``host.config``."""
 
@@ -326,10 +329,36 @@ class AgentConfig(Strict):
 class ScriptSettings(Strict):
     timeout_ms: int = Field(default=50, gt=0, le=60_000)
     """Default time budget of a script call."""
-    memory_mb: int = Field(default=32, gt=0, le=4096)
+    memory_mb: int = Field(default=32, gt=0, le=1024)
     """Default memory budget of a script."""
     workers: int = Field(default=2, ge=1, le=64)
     """Sandbox worker processes."""
+    max_timeout_ms: int = Field(default=1000, gt=0, le=60_000)
+    """Ceiling of any hook's ``timeout_ms``; a hook above it does not load."""
+    max_memory_mb: int = Field(default=256, gt=0, le=1024)
+    """Ceiling of any hook's ``memory_mb``; a hook above it does not load."""
+    max_workers_per_hook: int | None = Field(default=None, ge=1, le=64)
+    """Workers one hook may hold at once (its other calls wait, within their own time);
+    default: ``workers`` - 1, at least 1, so one hook cannot hold the whole pool."""
+    respawns_per_s: float = Field(default=1.0, gt=0, le=100)
+    """Replacement workers started per second after kills (the first 2 start at once)."""
+    quarantine_kills: int = Field(default=5, ge=1, le=1000)
+    """Worker kills (timeouts past the grace, crashes, memory recycles) by one hook within
+    ``quarantine_window_s`` that quarantine it: its calls fail at once until it is reloaded."""
+    quarantine_window_s: float = Field(default=60.0, gt=0, le=86_400)
+    """The window ``quarantine_kills`` counts in."""
+
+    @model_validator(mode="after")
+    def _defaults_within_ceilings(self) -> ScriptSettings:
+        if self.timeout_ms > self.max_timeout_ms:
+            raise ValueError(
+                f"timeout_ms {self.timeout_ms} is above max_timeout_ms {self.max_timeout_ms}"
+            )
+        if self.memory_mb > self.max_memory_mb:
+            raise ValueError(
+                f"memory_mb {self.memory_mb} is above max_memory_mb {self.max_memory_mb}"
+            )
+        return self
 
 
 class ProviderSettings(Strict):

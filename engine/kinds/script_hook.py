@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.changes import Change, parse_change
 from engine.config.loader import HookSpec, show
-from engine.config.models import ScriptHookConfig
+from engine.config.models import ScriptHookConfig, ScriptSettings
 from engine.errors import ConfigError, Problem, ScriptError
 from engine.kinds import BuildEnv
 from engine.kinds.base import HookContext
@@ -18,6 +19,7 @@ from engine.sandbox import CompiledScript, Language, Limits, WorkerPool
 
 _LANGUAGES = {".py": Language.PYTHON, ".js": Language.JAVASCRIPT}
 _USES_STATE = re.compile(r"\bstate\b")
+_instances = itertools.count(1)
 
 
 @dataclass(kw_only=True)
@@ -38,6 +40,9 @@ class ScriptHook(SpecHook):
     uses_state: bool
     line_offset: int = 0
     """For inline ``source:``: the YAML line before the script's first line."""
+    owner: str = ""
+    """This hook instance in the pool's fairness rules (its worker share, kills, quarantine);
+    a rebuilt hook is a new owner, which is what lifts a quarantine."""
     owned: dict[str, CompiledScript] = field(default_factory=dict)
     """The script keyed per agent that called it (host-layer hooks serve every agent)."""
 
@@ -53,6 +58,7 @@ class ScriptHook(SpecHook):
                 config=self.config.config,
                 state=state,
                 limits=self.limits,
+                owner=self.owner,
             )
         except ScriptError as exc:
             raise _located(exc, self.name, self.script.filename, self.line_offset) from exc
@@ -69,6 +75,9 @@ class ScriptHook(SpecHook):
         if script is None:
             script = self.owned.setdefault(agent, self.script.owned_by(f"{agent}\0{self.name}"))
         return script
+
+    def close(self) -> None:
+        self.pool.forget(self.owner)
 
 
 def _located(exc: ScriptError, hook: str, filename: str, offset: int) -> ScriptError:
@@ -91,9 +100,11 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
 
     Raises:
         ScriptCompileError: the script does not compile (every problem, with line and column).
-        ConfigError: a ``points:`` entry names a point the script defines no function for.
+        ConfigError: a ``points:`` entry names a point the script defines no function for;
+            ``timeout_ms`` or ``memory_mb`` above the operator's ceiling in engine.yaml.
     """
     config: ScriptHookConfig = spec.config
+    limits = _limits(spec, env.settings.scripts)
     if spec.script_path is not None:
         language = _LANGUAGES[spec.script_path.suffix]
         source, filename = spec.script_text or "", _shown(spec)
@@ -108,11 +119,6 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
     script = pool.compile(source, filename=filename, language=language)
     defined = frozenset(Point(name[3:]) for name in script.functions)
     points = _subscribed(spec, config, defined)
-    defaults = env.settings.scripts
-    limits = Limits(
-        timeout_ms=config.timeout_ms or defaults.timeout_ms,
-        memory_mb=config.memory_mb or defaults.memory_mb,
-    )
     return ScriptHook(
         spec=spec,
         config=config,
@@ -123,6 +129,32 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
         uses_state=bool(_USES_STATE.search(source)),
         # an inline source's first line is the one after ``source: |``
         line_offset=0 if spec.script_path is not None else (spec.line("source") or 0),
+        owner=f"{spec.shown}:{config.name}#{next(_instances)}",
+    )
+
+
+def _limits(spec: HookSpec, settings: ScriptSettings) -> Limits:
+    """The hook's limits; ConfigError naming file and line if one is above its ceiling."""
+    config: ScriptHookConfig = spec.config
+    problems = [
+        Problem(
+            spec.shown,
+            spec.line(field),
+            field,
+            f"{value} {unit} is above the operator's ceiling of {ceiling} {unit}",
+            hint=f"engine.yaml scripts.max_{field} = {ceiling}",
+        )
+        for field, value, ceiling, unit in (
+            ("timeout_ms", config.timeout_ms, settings.max_timeout_ms, "ms"),
+            ("memory_mb", config.memory_mb, settings.max_memory_mb, "MB"),
+        )
+        if value is not None and value > ceiling
+    ]
+    if problems:
+        raise ConfigError(problems)
+    return Limits(
+        timeout_ms=config.timeout_ms or settings.timeout_ms,
+        memory_mb=config.memory_mb or settings.memory_mb,
     )
 
 

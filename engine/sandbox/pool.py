@@ -5,17 +5,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import queue
 import select
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 from engine.errors import ScriptLimitError
+from engine.sandbox.supervise import KillLog, PoolPolicy, TokenBucket
 
 _ROOT = Path(__file__).resolve().parents[2]
 # The worker imports only engine/sandbox: the stubs keep engine/__init__ (the whole engine,
@@ -64,11 +65,15 @@ class Worker:
         self._ready = False
         self.known: set[str] = set()
 
-    def request(self, data: bytes, *, deadline_s: float, max_bytes: int) -> dict[str, Any]:
-        """Send one request line and wait for its answer until the wall-clock deadline."""
+    def wait_ready(self) -> None:
+        """Wait for the worker's ready line (its start-up), at most START_TIMEOUT_S."""
         if not self._ready:
             self._read(time.monotonic() + START_TIMEOUT_S, 1024)
             self._ready = True
+
+    def request(self, data: bytes, *, deadline_s: float, max_bytes: int) -> dict[str, Any]:
+        """Send one request line and wait for its answer until the wall-clock deadline."""
+        self.wait_ready()
         try:
             view = memoryview(data)
             while view:
@@ -125,45 +130,218 @@ class Worker:
 
 
 class Workers:
-    """A thread-safe set of workers: take one, give it back, or replace it if it failed."""
+    """A thread-safe set of workers shared fairly between hooks.
 
-    def __init__(self, size: int) -> None:
+    ``take`` waits at most the caller's own timeout and holds each hook (``owner``) to its
+    share of the pool; a worker that failed is killed at once and replaced by a background
+    thread, at a limited rate, so no caller pays for a spawn and a storm of kills cannot
+    become a storm of processes. A hook that keeps killing workers is quarantined.
+    """
+
+    def __init__(self, size: int, policy: PoolPolicy = PoolPolicy()) -> None:  # noqa: B008
         self._dir = tempfile.TemporaryDirectory(prefix="hookengine-sandbox-")
-        self._idle: queue.LifoQueue[Worker] = queue.LifoQueue()
-        self._all: set[Worker] = set()
+        self.size = max(1, size)
+        self.policy = policy
+        self.per_hook = policy.per_hook(self.size)
         self._lock = threading.Lock()
+        self._freed = threading.Condition(self._lock)
+        """Notified when a worker is given back or spawned, a slot frees, or the pool closes."""
+        self._wanted = threading.Condition(self._lock)
+        """Notified when a replacement is wanted or the pool closes (the spawner waits on it)."""
+        self._idle: list[Worker] = []
+        self._all: set[Worker] = set()
+        self._busy: dict[str, int] = {}
+        self._owed: deque[str | None] = deque()
+        """Owners of killed workers, in order; each holds its slot until its replacement runs."""
         self._closed = False
-        for _ in range(max(1, size)):
-            self._idle.put(self._spawn())
+        self._bucket = TokenBucket(policy.respawns_per_s, policy.respawn_burst, time.monotonic())
+        self._kills = KillLog(policy.quarantine_kills, policy.quarantine_window_s)
+        self._respawned: deque[float] = deque()
+        self.spawned_total = 0
+        self.spawn_failures = 0
+        self._spawner: threading.Thread | None = None
+        started = [Worker(self._dir.name) for _ in range(self.size)]
+        try:
+            for worker in started:  # they start in parallel; no call waits for a start-up later
+                worker.wait_ready()
+        except WorkerDied as exc:
+            for worker in started:
+                worker.kill()
+            self._dir.cleanup()
+            raise ScriptLimitError(
+                f"sandbox workers did not start: {exc}", cause="crashed"
+            ) from exc
+        self._all.update(started)
+        self._idle.extend(started)
+        self.spawned_total = len(started)
 
-    def _spawn(self) -> Worker:
-        worker = Worker(self._dir.name)
+    def take(self, owner: str | None, *, timeout_s: float) -> Worker:
+        """A free worker within ``timeout_s``, and within ``owner``'s share of the pool.
+
+        Raises:
+            ScriptLimitError: cause 'quarantined' (at once), 'busy' (none free in time) or
+                'crashed' (the pool is closed).
+        """
+        end = time.monotonic() + timeout_s
         with self._lock:
-            self._all.add(worker)
+            while True:
+                if self._closed:
+                    raise ScriptLimitError("the sandbox is closed", cause="crashed")
+                if owner is not None and owner in self._kills.quarantined:
+                    raise ScriptLimitError(
+                        self._kills.quarantined[owner].reason, cause="quarantined"
+                    )
+                at_cap = owner is not None and self._busy.get(owner, 0) >= self.per_hook
+                if self._idle and not at_cap:
+                    break
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise ScriptLimitError(self._busy_reason(at_cap, timeout_s), cause="busy")
+                self._freed.wait(left)
+            if owner is not None:
+                self._busy[owner] = self._busy.get(owner, 0) + 1
+            # LIFO: the worker used last has its script context and caches hot.
+            return self._idle.pop()
+
+    def _busy_reason(self, at_cap: bool, timeout_s: float) -> str:
+        waited = f"within {timeout_s * 1000:.0f} ms"
+        if at_cap:
+            return (
+                f"sandbox busy: this hook already holds its {self.per_hook} worker(s) "
+                f"(scripts.max_workers_per_hook) and none came free {waited}"
+            )
+        return f"sandbox busy: no worker free {waited}"
+
+    def give_back(self, worker: Worker, *, healthy: bool, owner: str | None = None) -> None:
+        """Return a worker; one that failed is killed and counted against ``owner``, whose
+        slot stays taken until the replacement runs."""
+        with self._lock:
+            if healthy and not self._closed:
+                self._release(owner)
+                self._idle.append(worker)
+                self._freed.notify_all()
+                return
+            self._all.discard(worker)
+            if self._closed:
+                self._release(owner)
+            else:
+                if owner is not None:
+                    self._kills.record(owner, time.monotonic(), time.time())
+                self._owed.append(owner)
+                self._start_spawner()
+                self._wanted.notify_all()
+            self._freed.notify_all()
+        worker.kill()
+
+    def _release(self, owner: str | None) -> None:
+        if owner is None:
+            return
+        left = self._busy.get(owner, 0) - 1
+        if left > 0:
+            self._busy[owner] = left
+        else:
+            self._busy.pop(owner, None)
+
+    def _start_spawner(self) -> None:
+        if self._spawner is None or not self._spawner.is_alive():
+            self._spawner = threading.Thread(
+                target=self._respawn_loop, name="hookengine-respawn", daemon=True
+            )
+            self._spawner.start()
+
+    def _respawn_loop(self) -> None:
+        """Start one replacement per owed worker, no faster than the token bucket allows."""
+        failures = 0
+        while self._next_token():
+            worker = self._start_one()
+            if worker is None:
+                failures += 1
+                with self._lock:  # back off, then retry: a failed start does not shrink the pool
+                    self.spawn_failures += 1
+                    self._wanted.wait(min(2.0, 0.05 * 2**failures))
+                continue
+            failures = 0
+            with self._lock:
+                if not self._closed:
+                    self._add_replacement(worker)
+                    continue
+            worker.close()  # the pool closed while it started
+            return
+
+    def _add_replacement(self, worker: Worker) -> None:
+        """Under the lock: the worker joins the pool and the slot it was owed for frees."""
+        self._release(self._owed.popleft())
+        self._all.add(worker)
+        self._idle.append(worker)
+        self.spawned_total += 1
+        now = time.monotonic()
+        self._respawned.append(now)
+        while self._respawned[0] < now - 60:
+            self._respawned.popleft()
+        self._freed.notify_all()
+
+    def _next_token(self) -> bool:
+        """Wait until a replacement is owed and the bucket has a token; False once closed."""
+        with self._lock:
+            while not self._closed:
+                now = time.monotonic()
+                delay = self._bucket.delay(now) if self._owed else None
+                if delay == 0:
+                    self._bucket.take(now)
+                    return True
+                self._wanted.wait(delay)
+            return False
+
+    def _start_one(self) -> Worker | None:
+        """A new worker that is ready to serve, or None if it could not start."""
+        try:
+            worker = Worker(self._dir.name)
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return None
+        try:
+            worker.wait_ready()
+        except WorkerDied:
+            worker.kill()
+            return None
         return worker
 
-    def take(self) -> Worker:
-        if self._closed:
-            raise ScriptLimitError("the sandbox is closed", cause="crashed")
-        # LIFO: the worker used last has its script context and caches hot (contexts are
-        # reused, so there is no preparation to wait for on the idle ones).
-        return self._idle.get()
-
-    def give_back(self, worker: Worker, *, healthy: bool) -> None:
-        if healthy and not self._closed:
-            self._idle.put(worker)
-            return
-        worker.kill()
+    def forget(self, owner: str) -> None:
+        """A hook was rebuilt or closed: clear its kill count and quarantine."""
         with self._lock:
-            self._all.discard(worker)
-        if not self._closed:
-            self._idle.put(self._spawn())
+            self._kills.forget(owner)
+
+    def health(self) -> dict[str, Any]:
+        """Counts for ``Engine.status()``: workers, busy, spawns, respawns, quarantined hooks."""
+        with self._lock:
+            now = time.monotonic()
+            while self._respawned and self._respawned[0] < now - 60:
+                self._respawned.popleft()
+            return {
+                "workers": len(self._all),
+                "busy": len(self._all) - len(self._idle),
+                "size": self.size,
+                "per_hook": self.per_hook,
+                "spawned_total": self.spawned_total,
+                "spawn_failures": self.spawn_failures,
+                "respawns_last_minute": len(self._respawned),
+                "respawns_pending": len(self._owed),
+                "quarantined": [
+                    {"hook": q.owner, "kills": q.kills, "window_s": q.window_s, "since": q.since}
+                    for q in self._kills.quarantined.values()
+                ],
+            }
 
     def close(self) -> None:
-        self._closed = True
         with self._lock:
+            self._closed = True
             workers = list(self._all)
             self._all.clear()
+            self._idle.clear()
+            self._freed.notify_all()
+            self._wanted.notify_all()
+            spawner = self._spawner
         for worker in workers:
             worker.close()
+        if spawner is not None:
+            spawner.join(START_TIMEOUT_S + 1)
         self._dir.cleanup()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 from engine.errors import Problem, ScriptCompileError, ScriptLimitError, ScriptRuntimeError
 from engine.points import Point, suggest
 from engine.sandbox.limits import CallResult, CompiledScript, Language, Limits
 from engine.sandbox.pool import GRACE_S, Worker, WorkerDied, Workers
+from engine.sandbox.supervise import PoolPolicy
 
 _POINTS = [p.value for p in Point]
 
@@ -22,9 +24,15 @@ class WorkerPool:
         limits: defaults for every call (a call may pass its own).
     """
 
-    def __init__(self, *, size: int = 2, limits: Limits = Limits()) -> None:  # noqa: B008 - frozen
+    def __init__(
+        self,
+        *,
+        size: int = 2,
+        limits: Limits = Limits(),  # noqa: B008 - frozen
+        policy: PoolPolicy = PoolPolicy(),  # noqa: B008 - frozen
+    ) -> None:
         self.limits = limits
-        self._workers = Workers(size)
+        self._workers = Workers(size, policy)
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -35,6 +43,15 @@ class WorkerPool:
     def close(self) -> None:
         """Stop every worker and reap it; calls after this fail with cause 'crashed'."""
         self._workers.close()
+
+    def health(self) -> dict[str, Any]:
+        """``{workers, busy, size, per_hook, spawned_total, spawn_failures,
+        respawns_last_minute, respawns_pending, quarantined: [{hook, kills, window_s, since}]}``"""
+        return self._workers.health()
+
+    def forget(self, owner: str) -> None:
+        """The hook ``owner`` names was rebuilt or closed: clear its kills and quarantine."""
+        self._workers.forget(owner)
 
     def compile(self, source: str, *, filename: str, language: Language | str) -> CompiledScript:
         """Check a script and load it once in a worker (its top-level code runs, bounded).
@@ -92,13 +109,19 @@ class WorkerPool:
         config: dict[str, Any],
         state: dict[str, Any],
         limits: Limits | None = None,
+        owner: str | None = None,
     ) -> CallResult:
         """Run ``function(event, host)`` of a compiled script in fresh interpreter state.
+
+        ``owner`` names the hook for the pool's fairness rules (its share of the workers, its
+        kill count and quarantine); default: the script's key.
 
         Raises:
             ScriptRuntimeError: cause 'error' (the script raised or misused host) or
                 'invalid_result' (its return is not None/a plain JSON object within the caps).
-            ScriptLimitError: cause 'timeout', 'memory' or 'crashed' (its worker died).
+            ScriptLimitError: cause 'timeout', 'memory', 'crashed' (its worker died), 'busy'
+                (no worker came free within the call's time) or 'quarantined' (the hook kept
+                killing workers; it stays so until rebuilt).
         """
         limits = limits or self.limits
         message = {
@@ -111,7 +134,12 @@ class WorkerPool:
             "state": state,
         }
         answer = self._exchange(
-            message, script.language, limits, budget_ms=limits.timeout_ms, script=script
+            message,
+            script.language,
+            limits,
+            budget_ms=limits.timeout_ms,
+            script=script,
+            owner=owner or script.key,
         )
         if not answer["ok"]:
             raise ScriptRuntimeError(
@@ -129,27 +157,31 @@ class WorkerPool:
         *,
         budget_ms: int,
         script: CompiledScript | None = None,
+        owner: str | None = None,
     ) -> dict[str, Any]:
         """One request on one worker; worker failures become ScriptLimitError, bad answers too.
 
-        The wall-clock deadline is twice the budget plus a grace: the in-process limits count
-        CPU time, which lags wall time on a loaded machine, and a call may first have to load
-        its script (when no prepared context was ready), which gets a budget of its own.
+        The call's wall-clock deadline is twice the budget plus a grace, and the wait for a
+        worker counts against it: at most one budget is spent waiting, so the worker always
+        has at least a budget plus the grace. Twice, because the in-process limits count
+        time that lags wall time on a loaded machine, and a call may first have to load its
+        script (when no prepared context was ready), which gets a budget of its own.
         A worker is sent a script's source and a set of limits only until it has them.
         """
-        deadline_s = 2 * budget_ms / 1000 + GRACE_S
+        end = time.monotonic() + 2 * budget_ms / 1000 + GRACE_S
         cap = _answer_cap(limits)
         message["limits_key"] = limits.key
-        worker = self._workers.take()
-        healthy = False
+        worker = self._workers.take(owner, timeout_s=budget_ms / 1000)
+        healthy = True  # a request that was never sent leaves the worker as it was
         try:
             data = _encode(message, worker, limits, script, language)
-            answer = worker.request(data, deadline_s=deadline_s, max_bytes=cap)
+            healthy = False
+            answer = worker.request(data, deadline_s=end - time.monotonic(), max_bytes=cap)
             if answer.get("kind") == "need_source" and script is not None:
                 worker.known.discard(script.key)
                 worker.known.discard(limits.key)
                 data = _encode(message, worker, limits, script, language)
-                answer = worker.request(data, deadline_s=deadline_s, max_bytes=cap)
+                answer = worker.request(data, deadline_s=end - time.monotonic(), max_bytes=cap)
             healthy = not answer.get("recycle") and answer.get("kind") != "crashed"
             if healthy:
                 worker.known.add(limits.key)
@@ -166,7 +198,7 @@ class WorkerPool:
                 f"the script's worker died: {exc}", language=language.value, cause="crashed"
             ) from exc
         finally:
-            self._workers.give_back(worker, healthy=healthy)
+            self._workers.give_back(worker, healthy=healthy, owner=owner)
         _raise_failure(answer, language)
         return answer
 

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,11 @@ def test_a_crashed_worker_blocks_the_tool_and_the_next_call_works(
         os.kill(worker.proc.pid, signal.SIGKILL)
     out = agent.tool_call("x", user_id="crash")
     assert out.blocked and out.hooks[0].cause == "crashed" and "'counter'" in (out.reason or "")
+    # replacements start in the background (rate-limited), not on a caller's path
+    deadline = time.monotonic() + 15
+    while pool.health()["respawns_pending"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pool.health()["workers"] == pool.health()["size"]
     assert not agent.tool_call("x", user_id="crash").blocked
 
 

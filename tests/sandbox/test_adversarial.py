@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import ScriptCompileError, ScriptError
-from engine.sandbox import CompiledScript, Language, WorkerPool
+from engine.sandbox import CompiledScript, Language, PoolPolicy, WorkerPool
 from tests.sandbox.attacks import JAVASCRIPT, PYTHON, SECRET, SECRET_ENV, Attack
 from tests.sandbox.conftest import TEST_LIMITS
 
@@ -40,7 +40,10 @@ def hostile_pool() -> Iterator[WorkerPool]:
     # Planted before the workers start: a worker that inherited the environment would have it.
     os.environ[SECRET_ENV] = SECRET
     try:
-        with WorkerPool(size=2, limits=TEST_LIMITS) as pool:
+        # attacks that kill workers come back to back here: replace them fast (each attack is
+        # its own hook, so none is quarantined); tests/sandbox/test_pool.py covers the limits
+        policy = PoolPolicy(respawns_per_s=50, respawn_burst=4)
+        with WorkerPool(size=2, limits=TEST_LIMITS, policy=policy) as pool:
             yield pool
     finally:
         os.environ.pop(SECRET_ENV, None)
@@ -91,6 +94,9 @@ def check_aftermath(
     assert SECRET not in outcome
     assert list(workdir.iterdir()) == [], "a file was written"
     assert not Path("/tmp/pwned").exists()
+    replaced_by = time.monotonic() + 20  # killed workers are replaced in the background
+    while pool.health()["respawns_pending"] and time.monotonic() < replaced_by:
+        time.sleep(0.01)
     for script in benign.values():
         follow_up = pool.call(script, "on_tool_call", {"name": "ok"}, config={}, state={"n": 7})
         assert follow_up.value == {"notice": "ok", "n": 7}
