@@ -120,6 +120,15 @@ PYTHON: list[Attack] = [
     ),
     py("redact_huge_text", 'return {"x": host.redact("ab" * 500000, ["a"], "xxxxxxxx")}'),
     py("state_of_another_hook", 'return {"leak": host.state.get("other-hook-secret")}'),
+    # an interrupt the script catches still ends the call as a timeout
+    py(
+        "generator_finally_swallows_the_timeout",
+        "def g():\n    try:\n        yield 1\n    finally:\n        while True:\n            pass\nit = g()\nnext(it)\ntry:\n    it.close()\nexcept Exception:\n    pass\nreturn {'leak': True}",
+    ),
+    py(
+        "finally_returns_after_the_timeout",
+        "try:\n    while True:\n        pass\nfinally:\n    return {'leak': True}",
+    ),
 ]
 
 JAVASCRIPT: list[Attack] = [
