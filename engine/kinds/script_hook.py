@@ -73,7 +73,8 @@ class ScriptHook(SpecHook):
     def _script_of(self, agent: str) -> CompiledScript:
         script = self.owned.get(agent)
         if script is None:
-            script = self.owned.setdefault(agent, self.script.owned_by(f"{agent}\0{self.name}"))
+            owned = self.script.owned_by(_key_owner(agent, self.name))
+            script = self.owned.setdefault(agent, owned)
         return script
 
     def close(self) -> None:
@@ -116,7 +117,10 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
             )
         language, source, filename = Language(config.language), config.source or "", spec.shown
     pool: WorkerPool = env.sandbox()
-    script = pool.compile(source, filename=filename, language=language)
+    # An agent's own hooks live in agents/<agent>/hooks/: load straight into that agent's key.
+    agent = spec.path.parent.parent.name if spec.layer == "agent" else None
+    keyed_for = None if agent is None else _key_owner(agent, config.name)
+    script = pool.compile(source, filename=filename, language=language, key_owner=keyed_for)
     defined = frozenset(Point(name[3:]) for name in script.functions)
     points = _subscribed(spec, config, defined)
     return ScriptHook(
@@ -130,7 +134,12 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
         # an inline source's first line is the one after ``source: |``
         line_offset=0 if spec.script_path is not None else (spec.line("source") or 0),
         owner=f"{spec.shown}:{config.name}#{next(_instances)}",
+        owned={} if agent is None else {agent: script},
     )
+
+
+def _key_owner(agent: str, hook: str) -> str:
+    return f"{agent}\0{hook}"
 
 
 def _limits(spec: HookSpec, settings: ScriptSettings) -> Limits:

@@ -108,7 +108,8 @@ class CompiledScript:
         Workers keep one prepared context per key, so scripts of different owners never share
         one, even when their files are identical.
         """
-        digest = hashlib.sha256(f"{owner}\0{self.key}".encode())
+        content = replace(self, key="").key  # the content hash, even if self is owned already
+        digest = hashlib.sha256(f"{owner}\0{content}".encode())
         return replace(self, key=digest.hexdigest()[:32])
 
 

@@ -157,6 +157,12 @@ def test_prepared_contexts_are_keyed_per_agent_and_hook(engine: Engine) -> None:
     # a host-layer hook serves every agent: still one key per agent
     assert hooks[0]._script_of("alpha").key != hooks[0]._script_of("beta").key
     assert hooks[0]._script_of("alpha") is hooks[0]._script_of("alpha")
+    # an agent's own hook loads straight into that agent's key (its load context is used)
+    assert hooks[0].script is hooks[0]._script_of("alpha")
+    # owned_by keys from the content, whatever key the script had
+    content = hooks[0].script.owned_by("x")
+    assert content.owned_by("y").key == hooks[1].script.owned_by("y").key
+    assert content.key != hooks[0].script.key
 
 
 # -- class 8: an interrupt is final ---------------------------------------------------------
