@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.changes import Change, parse_change
@@ -28,6 +28,8 @@ class ScriptHook(SpecHook):
 
     State is loaded for (agent:hook, scope) before the call only if the script's source
     mentions ``state`` at all, and saved only when the call succeeded and its change is valid.
+    Each agent runs the script under a key of its own (agent, hook, script hash): workers keep
+    prepared contexts per key, so no context serves two agents or two hooks.
     """
 
     config: ScriptHookConfig
@@ -41,6 +43,8 @@ class ScriptHook(SpecHook):
     owner: str = ""
     """This hook instance in the pool's fairness rules (its worker share, kills, quarantine);
     a rebuilt hook is a new owner, which is what lifts a quarantine."""
+    owned: dict[str, CompiledScript] = field(default_factory=dict)
+    """The script keyed per agent that called it (host-layer hooks serve every agent)."""
 
     def run(self, point: Point, event: dict[str, Any], ctx: HookContext) -> Change:
         state_key = f"{ctx.agent}:{self.name}"
@@ -48,7 +52,7 @@ class ScriptHook(SpecHook):
         try:
             # The pool sends the event as JSON: the script gets a copy, never a host object.
             result = self.pool.call(
-                self.script,
+                self._script_of(ctx.agent),
                 f"on_{point.value}",
                 event,
                 config=self.config.config,
@@ -65,6 +69,13 @@ class ScriptHook(SpecHook):
             ctx.store.state_save(state_key, ctx.scope_key, result.state_writes)
             ctx.extras["state_writes"] = result.state_writes
         return change
+
+    def _script_of(self, agent: str) -> CompiledScript:
+        script = self.owned.get(agent)
+        if script is None:
+            owned = self.script.owned_by(_key_owner(agent, self.name))
+            script = self.owned.setdefault(agent, owned)
+        return script
 
     def close(self) -> None:
         self.pool.forget(self.owner)
@@ -106,7 +117,10 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
             )
         language, source, filename = Language(config.language), config.source or "", spec.shown
     pool: WorkerPool = env.sandbox()
-    script = pool.compile(source, filename=filename, language=language)
+    # An agent's own hooks live in agents/<agent>/hooks/: load straight into that agent's key.
+    agent = spec.path.parent.parent.name if spec.layer == "agent" else None
+    keyed_for = None if agent is None else _key_owner(agent, config.name)
+    script = pool.compile(source, filename=filename, language=language, key_owner=keyed_for)
     defined = frozenset(Point(name[3:]) for name in script.functions)
     points = _subscribed(spec, config, defined)
     return ScriptHook(
@@ -120,7 +134,12 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
         # an inline source's first line is the one after ``source: |``
         line_offset=0 if spec.script_path is not None else (spec.line("source") or 0),
         owner=f"{spec.shown}:{config.name}#{next(_instances)}",
+        owned={} if agent is None else {agent: script},
     )
+
+
+def _key_owner(agent: str, hook: str) -> str:
+    return f"{agent}\0{hook}"
 
 
 def _limits(spec: HookSpec, settings: ScriptSettings) -> Limits:

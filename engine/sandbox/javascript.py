@@ -1,10 +1,13 @@
 """The QuickJS runtime inside a sandbox worker: one prepared, frozen context per script, reused.
 
-A context is prepared once per script (prelude, deep freeze, sealed globalThis, the script's
-wrapper parsed) and then serves many calls: each call runs the script's top-level code again in
-a new function scope, so nothing a call creates is reachable by the next. A context is thrown
-away after any failure, after ``RECYCLE_CALLS`` calls, or when a call left memory behind; its
-replacement is prepared between calls, off the call's path.
+A context is prepared once per script key (prelude, deep freeze, sealed globalThis, the script's
+strict wrapper parsed and frozen) and then serves many calls: each call runs the script's
+top-level code again in a new strict function scope, so nothing a call creates is reachable by
+the next. A context is thrown away after any failure, after a call that left promise jobs
+queued, after ``RECYCLE_CALLS`` calls, or when a call left memory behind; its replacement is
+prepared between calls, off the call's path. An interrupt is final: a call whose CPU time
+reached its limit fails as a timeout whatever it returned (a script can catch the interrupt,
+e.g. in a Promise executor or ``AsyncDisposableStack.disposeAsync``, but not this check).
 """
 
 from __future__ import annotations
@@ -39,15 +42,28 @@ _CHECK = (
     " stack: String(e.stack) }); } } return null; })(__heSource)"
 )
 """Parses a source as a Script without running any of it (it is led by ``throw 0;``)."""
+_STRICT = '"use strict";'
+"""Scripts run in strict mode: a sloppy-only construct (``with``, octal literals, assigning to
+an undeclared name at parse time...) is a load error with its line."""
+
+
+class _Overtime(Exception):
+    """Script code ran past its time limit and caught the interrupt: the interrupt still wins."""
+
+    def __init__(self) -> None:
+        super().__init__("interrupted (the script caught the interrupt)")
+
+
+_FAILURES = (_quickjs.JSException, _quickjs.StackOverflow, _Overtime)
 
 
 class _Context:
-    __slots__ = ("baseline", "call", "calls", "ctx", "prepare", "regex")
+    __slots__ = ("baseline", "call", "calls", "ctx", "fresh", "prepare", "regex")
 
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
-        self.call, self.prepare, self.regex = (
-            ctx.eval(f"__he.{n}") for n in ("call", "prepare", "regex")
+        self.call, self.prepare, self.regex, self.fresh = (
+            ctx.eval(f"__he.{n}") for n in ("call", "prepare", "regex", "fresh")
         )
         self.calls = 0
         self.baseline = 0
@@ -63,6 +79,7 @@ class JavaScriptRuntime:
         self._ready: OrderedDict[str, _Context] = OrderedDict()
         self._recent: OrderedDict[str, tuple[str, dict[str, int]]] = OrderedDict()
         self._regex_ctx: _Context | None = None
+        self._regex_call: object = None
         self._used: list[_Context] = []
         self._last: tuple[str, _Context] | None = None
         self._limits_text: dict[str, str] = {}
@@ -92,15 +109,19 @@ class JavaScriptRuntime:
             return None, {"ok": False, "error": failure}
         names = sorted(set(_NAMES.findall(source)))
         table = ", ".join(f'{n}: typeof {n} === "function" ? {n} : undefined' for n in names)
-        wrapped = "(function () {" + "\n" * LINE_OFFSET + source + "\n;return {" + table + "};})"
+        body = _STRICT + "\n" * LINE_OFFSET + source
+        wrapped = "(function () {" + body + "\n;return {" + table + "};})"
         c = self._new(limits)
         c.ctx.set_time_limit(timeout_ms / 1000)
+        started = time.process_time()
         try:
             raw = c.prepare(wrapped, "host" in source, bool(_USES_REGEX.search(source)), trial)
+            jobs = _settle(c, timeout_ms, started) if trial else False
         finally:
             c.ctx.set_time_limit(-1)
         c.baseline = c.ctx.memory()["memory_used_size"]
-        return c, json.loads(raw)
+        # Top-level code that queued promise jobs at load: its context is not kept.
+        return (None if jobs else c), json.loads(raw)
 
     def compile(self, req: dict[str, Any]) -> dict[str, Any]:
         limits = req["limits"]
@@ -108,7 +129,7 @@ class JavaScriptRuntime:
             c, loaded = self._prepare(
                 req["source"], limits, timeout_ms=limits["compile_timeout_ms"], trial=True
             )
-        except (_quickjs.JSException, _quickjs.StackOverflow) as exc:
+        except _FAILURES as exc:
             return _compile_failure(_limit_reason(str(exc), "loading the script"), None, None)
         if not loaded["ok"]:
             err = loaded["error"]
@@ -117,6 +138,8 @@ class JavaScriptRuntime:
             return _compile_failure(f"{kind}{err['message']}", line, col)
         if c is not None:
             self._keep(req["key"], req["source"], limits, c)
+        else:
+            self._remember(req["key"], req["source"], limits)
         return {"ok": True, "functions": loaded["functions"]}
 
     def call(self, req: dict[str, Any], line: str) -> dict[str, Any] | str:
@@ -129,7 +152,7 @@ class JavaScriptRuntime:
             return {"ok": False, "kind": "need_source"}
         c = self._ready.pop(key, None)
         started = time.perf_counter()
-        healthy = False
+        healthy = keep = False
         try:
             if c is None:
                 c, loaded = self._prepare(source, limits, timeout_ms=limits["timeout_ms"])
@@ -139,13 +162,16 @@ class JavaScriptRuntime:
             c.ctx.set_memory_limit(limits["memory_mb"] * 1024 * 1024)
             c.ctx.set_max_stack_size(limits["stack_kb"] * 1024)
             c.ctx.set_time_limit(limits["timeout_ms"] / 1000)
+            cpu = time.process_time()
             raw: str = c.call(line, self._limits_json(req["limits_key"], limits))
+            jobs = _settle(c, limits["timeout_ms"], cpu)
             c.ctx.set_time_limit(-1)
             healthy = raw.startswith('{"ok":true,')
-        except (_quickjs.JSException, _quickjs.StackOverflow) as exc:
+            keep = healthy and not jobs
+        except _FAILURES as exc:
             return _limit_failure(str(exc), isinstance(exc, _quickjs.StackOverflow))
         finally:
-            self._after(key, source, limits, c, healthy=healthy)
+            self._after(key, source, limits, c, healthy=keep)
         if healthy:
             duration = (time.perf_counter() - started) * 1000
             return f'{raw[:-1]},"duration_ms":{duration:.4f}}}'
@@ -213,14 +239,20 @@ class JavaScriptRuntime:
         if fresh is not None and loaded["ok"]:
             self._ready[key] = fresh
 
-    def regex(self, op: dict[str, Any], *, remaining_s: float, memory_mb: int) -> Any:
+    def regex(self, op: dict[str, Any], *, call: object, remaining_s: float, memory_mb: int) -> Any:
         """host.match/redact for Python scripts: the same engine, in a context of its own.
 
-        That context holds no script state (the engine is pure), so it lives as long as the worker.
+        That context runs no script code, so it lives as long as the worker; what a call could
+        observe of an earlier one is reset when ``call`` (a token per script call) changes: the
+        compiled-pattern cache is emptied and the garbage collected, so the memory in use and
+        the limit a call meets are the same whatever ran before.
         """
         if self._regex_ctx is None:
             self._regex_ctx = self._new({"memory_mb": max(memory_mb, 8), "stack_kb": 256})
         c = self._regex_ctx
+        if call is not self._regex_call:
+            self._regex_call = call
+            c.fresh()
         c.ctx.set_memory_limit(max(memory_mb, 8) * 1024 * 1024)
         c.ctx.set_time_limit(max(remaining_s, 0.001))
         try:
@@ -236,23 +268,54 @@ class JavaScriptRuntime:
         return raw["value"]
 
 
+def _settle(c: _Context, timeout_ms: int, started: float) -> bool:
+    """After script code ran: raise _Overtime if its CPU time reached the limit (the binding's
+    clock; an interrupt the script caught is still final), and say whether it left promise jobs.
+
+    No job may run in a later call, and only running one tells whether any is queued: the first
+    runs now, after the answer is fixed and within what is left of the time limit, and a context
+    that had one is not kept.
+    """
+    left = timeout_ms / 1000 - (time.process_time() - started)
+    if left <= 0:
+        raise _Overtime
+    c.ctx.set_time_limit(left)
+    try:
+        queued = bool(c.ctx.execute_pending_job())
+    except _quickjs.JSException as exc:
+        if "interrupted" in str(exc):
+            raise _Overtime from None
+        queued = True
+    except _quickjs.StackOverflow:
+        queued = True
+    if time.process_time() - started >= timeout_ms / 1000:
+        raise _Overtime
+    return queued
+
+
 def _syntax_error(source: str, limits: dict[str, int]) -> dict[str, Any] | None:
-    """The SyntaxError of ``source`` parsed as a Script on its own, or None; nothing runs."""
-    ctx = _quickjs.Context()
-    ctx.set_memory_limit(max(limits["memory_mb"], 8) * 1024 * 1024)
-    ctx.set_max_stack_size(limits["stack_kb"] * 1024)
-    ctx.set("__heSource", "throw 0;" + "\n" * LINE_OFFSET + source)
-    ctx.set_time_limit(limits["compile_timeout_ms"] / 1000)
-    raw = ctx.eval(_CHECK)
+    """The SyntaxError of ``source`` parsed as a strict Script on its own, or None; nothing runs.
+
+    A source that only sloppy mode accepts (``with``, octal literals...) is told so.
+    """
+    raw = _parse(_STRICT + "throw 0;" + "\n" * LINE_OFFSET + source, limits)
     if raw is None:
         return None
     err = json.loads(raw)
-    return {
-        "type": "SyntaxError",
-        "message": err["message"],
-        "stack": err["stack"],
-        "invalid": False,
-    }
+    message = err["message"]
+    if "strict" not in message and _parse("throw 0;" + "\n" * LINE_OFFSET + source, limits) is None:
+        message += " (scripts run in strict mode)"
+    return {"type": "SyntaxError", "message": message, "stack": err["stack"], "invalid": False}
+
+
+def _parse(text: str, limits: dict[str, int]) -> str | None:
+    ctx = _quickjs.Context()
+    ctx.set_memory_limit(max(limits["memory_mb"], 8) * 1024 * 1024)
+    ctx.set_max_stack_size(limits["stack_kb"] * 1024)
+    ctx.set("__heSource", text)
+    ctx.set_time_limit(limits["compile_timeout_ms"] / 1000)
+    raw: str | None = ctx.eval(_CHECK)
+    return raw
 
 
 def _user_position(stack: str) -> tuple[int | None, int | None]:

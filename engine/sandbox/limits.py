@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -95,12 +95,23 @@ class CompiledScript:
     functions: frozenset[str]
     """Names of the on_<point> functions the script defines."""
     key: str = field(default="", compare=False)
-    """Content hash; workers cache compiled code under it."""
+    """Content hash (with the owner, see ``owned_by``); workers cache compiled code and keep a
+    prepared JavaScript context under it."""
 
     def __post_init__(self) -> None:
         if not self.key:
             digest = hashlib.sha256(f"{self.language}\0{self.filename}\0{self.source}".encode())
             object.__setattr__(self, "key", digest.hexdigest()[:32])
+
+    def owned_by(self, owner: str) -> CompiledScript:
+        """The same script under a key of its own for ``owner`` (e.g. agent and hook).
+
+        Workers keep one prepared context per key, so scripts of different owners never share
+        one, even when their files are identical.
+        """
+        content = replace(self, key="").key  # the content hash, even if self is owned already
+        digest = hashlib.sha256(f"{owner}\0{content}".encode())
+        return replace(self, key=digest.hexdigest()[:32])
 
 
 @dataclass

@@ -175,6 +175,10 @@ class PythonRuntime:
         self._size = self._memory(limits["memory_mb"])
         try:
             fn()
+            if budget.expired:
+                # The script caught the deadline somewhere (e.g. in a generator's finally): an
+                # interrupt is final, whatever the script went on to return.
+                raise Deadline
         except Deadline:
             return {
                 "ok": False,
@@ -224,7 +228,10 @@ class PythonRuntime:
     def _host_regex(self, op: dict[str, Any], *, budget: Budget, limits: dict[str, int]) -> Any:
         budget.tick()
         try:
-            return self._regex(op, remaining_s=budget.remaining(), memory_mb=limits["memory_mb"])
+            # The budget is this call's own object: a new one empties the pattern engine's cache.
+            return self._regex(
+                op, call=budget, remaining_s=budget.remaining(), memory_mb=limits["memory_mb"]
+            )
         except RegexTimeout:
             budget.expired = True
             raise Deadline from None

@@ -53,8 +53,13 @@ class WorkerPool:
         """The hook ``owner`` names was rebuilt or closed: clear its kills and quarantine."""
         self._workers.forget(owner)
 
-    def compile(self, source: str, *, filename: str, language: Language | str) -> CompiledScript:
+    def compile(
+        self, source: str, *, filename: str, language: Language | str, key_owner: str | None = None
+    ) -> CompiledScript:
         """Check a script and load it once in a worker (its top-level code runs, bounded).
+
+        With ``key_owner`` the script comes back keyed for it (see CompiledScript.owned_by), and
+        the context its load prepared serves that owner's first calls.
 
         Raises:
             ScriptCompileError: every syntax and policy problem, with line and column; a function
@@ -72,6 +77,8 @@ class WorkerPool:
                 language=lang.value,
             )
         script = CompiledScript(lang, filename, source, frozenset())
+        if key_owner is not None:
+            script = script.owned_by(key_owner)
         message = {
             "op": "compile",
             "language": lang.value,

@@ -170,6 +170,15 @@ PYTHON: list[Attack] = [
         "recursion_to_the_limit_then_return",
         "def f(n):\n    return f(n + 1)\ntry:\n    f(0)\nexcept Exception:\n    pass\nreturn None",
     ),
+    # an interrupt the script catches still ends the call as a timeout
+    py(
+        "generator_finally_swallows_the_timeout",
+        "def g():\n    try:\n        yield 1\n    finally:\n        while True:\n            pass\nit = g()\nnext(it)\ntry:\n    it.close()\nexcept Exception:\n    pass\nreturn {'leak': True}",
+    ),
+    py(
+        "finally_returns_after_the_timeout",
+        "try:\n    while True:\n        pass\nfinally:\n    return {'leak': True}",
+    ),
 ]
 
 JAVASCRIPT: list[Attack] = [
@@ -297,4 +306,88 @@ JAVASCRIPT: list[Attack] = [
     ),
     js("state_of_another_hook", 'return {leak: host.state.get("other-hook-secret")};'),
     js("nul_in_strings", 'return {x: "before\\u0000after"};'),
+    # state carried from one call to the next (top-level code runs at load and again per call)
+    js(
+        "callee_parks_input",
+        'return {leak: prev === "planted"};',
+        top='var me = arguments.callee; var prev = me.stash; me.stash = "planted";',
+    ),
+    js(
+        "callee_prototype_carry",
+        "return {leak: prev === 1};",
+        top="var p = null, prev = null; try { p = (function () { return this; })() || arguments.callee.prototype; prev = p.x; p.x = 1; } catch (e) {}",
+    ),
+    js(
+        "this_at_top_level_carry",
+        "return {leak: prev === 1};",
+        top="var prev = null; try { prev = this.stash; this.stash = 1; } catch (e) {}",
+    ),
+    js(
+        "caller_reaches_the_engine",
+        'try { return {leak: typeof on_tool_call.caller === "function"}; } catch (e) { return null; }',
+    ),
+    js(
+        "with_statement_over_host",
+        "with (host) { return {leak: typeof config}; }",
+    ),
+    js(
+        "symbol_registry_carry",
+        "return {leak: prev === 1};",
+        top="var s = Symbol.for('he-carry'), prev = null; try { prev = Object.prototype[s]; Object.prototype[s] = 1; } catch (e) {}",
+    ),
+    js(
+        "regexp_legacy_statics_carry",
+        'return {leak: prev === "planted"};',
+        top="var prev = RegExp.$1; /(planted)/.exec('planted');",
+    ),
+    js(
+        "capture_stack_trace_on_a_prototype",
+        "return {leak: prev !== undefined};",
+        top="var prev = ({}).stack; try { Error.captureStackTrace(Object.prototype); } catch (e) {}",
+    ),
+    js(
+        "array_species_poison",
+        "try { Object.defineProperty(Array, Symbol.species, {get: function () { return function () { return {leak: true}; }; }}); } catch (e) {} return [1].map(function (x) { return x; }).leak ? {leak: true} : null;",
+    ),
+    js(
+        "promise_job_into_the_next_call",
+        "return {leak: seen};",
+        top="var seen = typeof late !== 'undefined'; Promise.resolve().then(function () { try { globalThis.late = 1; } catch (e) {} });",
+    ),
+    js(
+        "generator_made_at_load_carries",
+        'var prev = g.next().value; g.next("planted"); return {leak: prev === "planted"};',
+        top="var g = (function* () { var k; while (true) { var v = yield k; if (v !== undefined) { k = v; } } })(); g.next();",
+    ),
+    js(
+        "iterator_prototype_carry",
+        "return {leak: prev === 1};",
+        top="var prev = [].values().stash; try { Iterator.prototype.stash = 1; } catch (e) {}",
+    ),
+    # an interrupt the script catches still ends the call as a timeout
+    js(
+        "dispose_async_swallows_the_timeout",
+        "var s = new AsyncDisposableStack(); s.defer(function () { while (true) {} }); s.disposeAsync(); return {leak: true};",
+    ),
+    js(
+        "promise_executor_swallows_the_timeout",
+        "new Promise(function () { while (true) {} }); return {leak: true};",
+    ),
+    js(
+        "then_chain_swallows_the_timeout",
+        "Promise.resolve().then(function () { while (true) {} }).catch(function () {}); return {leak: true};",
+    ),
+    js(
+        "async_generator_swallows_the_timeout",
+        "async function* g() { while (true) {} } g().next(); return {leak: true};",
+    ),
+    js(
+        "thenable_swallows_the_timeout",
+        "Promise.all([{then: function () { while (true) {} }}]); return {leak: true};",
+    ),
+    js(
+        "swallowed_timeout_at_load",
+        "return {leak: true};",
+        top="new Promise(function () { while (true) {} });",
+    ),
 ]

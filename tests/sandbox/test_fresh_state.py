@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from engine.errors import ScriptCompileError
 from engine.sandbox import Language, Limits, WorkerPool
 from engine.sandbox.javascript import RECYCLE_CALLS, JavaScriptRuntime
 
@@ -97,10 +98,93 @@ JS_CHANNELS: dict[str, tuple[str, str]] = {
         "(function f() { return f.caller; })() !== undefined && (function f() { return f.caller; })() !== null",
     ),
     "date_and_random_absent": ("", "typeof Date !== 'undefined' || typeof WeakRef !== 'undefined'"),
+    # the strict, frozen wrapper: nothing at top level reaches an object that outlives the call
+    "arguments_callee_of_the_wrapper": ("me.stash = event.input;", "me.stash !== undefined"),
+    "wrapper_prototype": ("me.prototype.stash = 1;", "me.prototype.stash !== undefined"),
+    "wrapper_as_this": ("self.stash = 1;", "self.stash !== undefined"),
+    "caller_of_the_handler": (
+        "(function f() { return f.caller; })().stash = 1;",
+        "(function f() { return f.caller; })().stash !== undefined",
+    ),
+    "caller_of_top_level_function": (
+        "callerOfTop().stash = 1;",
+        "callerOfTop().stash !== undefined",
+    ),
+    "generator_made_at_top_level": ("gen.next(7);", "gen.next().value !== 0"),
+    "async_function_made_at_top_level": ("pending.stash = 1;", "pending.stash !== undefined"),
+    "async_continuation": (
+        "(async function () { await null; counter.n = 5; })();",
+        "counter.n !== 0",
+    ),
+    # realm-wide registries and statics
+    "symbol_registry_description": (
+        "Object.defineProperty(Symbol.prototype, 'stash', {value: Symbol.for('he').description});",
+        "Symbol.for('he').stash !== undefined",
+    ),
+    "well_known_symbol_property": (
+        "Symbol.iterator.stash = 1;",
+        "Symbol.iterator.stash !== undefined",
+    ),
+    "regexp_legacy_statics": (
+        "/(planted)/.exec('planted');",
+        "RegExp.$1 === 'planted' || RegExp.lastMatch === 'planted' || RegExp.input === 'planted'",
+    ),
+    "regexp_prototype_flags": (
+        "Object.defineProperty(RegExp.prototype, 'flags', {get: function () { return 'g'; }});",
+        "/a/.flags === 'g'",
+    ),
+    "error_capture_stack_trace": (
+        "Error.captureStackTrace(Object.prototype);",
+        "({}).stack !== undefined",
+    ),
+    "error_stack_on_builtin": ("Error.captureStackTrace(Math);", "Math.stack !== undefined"),
+    "array_species": (
+        "Object.defineProperty(Array, Symbol.species, {get: function () { return Object; }});",
+        "[1].map(function (x) { return x; }).constructor !== Array",
+    ),
+    "typed_array_species": (
+        "Object.defineProperty(Uint8Array, Symbol.species, {get: function () { return Object; }});",
+        "new Uint8Array(1).map(function (x) { return x; }).constructor !== Uint8Array",
+    ),
+    "promise_species": (
+        "Object.defineProperty(Promise, Symbol.species, {get: function () { return Object; }});",
+        "Promise[Symbol.species] !== Promise",
+    ),
+    "atomics_absent": (
+        "",
+        "typeof Atomics !== 'undefined' || typeof SharedArrayBuffer !== 'undefined'",
+    ),
+    "iterator_helper_prototype": (
+        "Object.getPrototypeOf([].values().map(function (x) { return x; })).stash = 1;",
+        "[].values().map(function (x) { return x; }).stash !== undefined",
+    ),
+    "iterator_constructor": ("Iterator.prototype.stash = 1;", "[].values().stash !== undefined"),
+    "disposable_stack_prototype": (
+        "DisposableStack.prototype.stash = 1;",
+        "new DisposableStack().stash !== undefined",
+    ),
+    "async_disposable_stack_prototype": (
+        "AsyncDisposableStack.prototype.stash = 1;",
+        "new AsyncDisposableStack().stash !== undefined",
+    ),
+    "dom_exception_prototype": (
+        "DOMException.prototype.stash = 1;",
+        "new DOMException('m').stash !== undefined",
+    ),
+    "json_object": ("JSON.rawJSON = null;", "JSON.rawJSON === null"),
+    "math_object": ("Math.max = Math.min;", "Math.max(1, 2) !== 2"),
+    "host_object_identity": ("host.stash = 1;", "host.stash !== undefined"),
+    "host_state_object": ("host.state.stash = 1;", "host.state.stash !== undefined"),
+    "host_config_property": ("host.config.stash = event.input;", "host.config.stash !== undefined"),
 }
 JS_TOP = (
     "var counter = {n: 0};\nvar wm = new WeakMap();\nvar re = /a/g;\n"
     "var remember = (function () { var m = {}; return function (k, v) { if (v !== undefined) { m[k] = v; } return m[k]; }; })();\n"
+    "var me = null;\ntry { me = arguments.callee; } catch (e) {}\n"
+    "var self = this;\n"
+    "function callerOfTop() { return callerOfTop.caller; }\n"
+    "var gen = (function* () { var n = 0; while (true) { var m = yield n; if (m !== undefined) { n = m; } } })();\ngen.next();\n"
+    "var pending = (async function () {})();\n"
 )
 PY_CHANNELS: dict[str, tuple[str, str]] = {
     "module_global": ("COUNTER.append(1)", "len(COUNTER) != 0"),
@@ -269,3 +353,138 @@ def test_a_script_cannot_break_out_of_its_function_scope(one_worker: WorkerPool)
     source = "}); let kept = {n: 0}; (function () {\nfunction on_tool_call(e, h) { kept.n++; return {n: kept.n}; }"
     with pytest.raises(ScriptCompileError):
         one_worker.compile(source, filename="escape.js", language=Language.JAVASCRIPT)
+
+
+SLOPPY_ONLY = {
+    "with_statement": (
+        "var o = {x: 1};\nfunction on_tool_call(event, host) {\n  with (o) { return {x: x}; }\n}\n",
+        3,
+    ),
+    "octal_literal": ("function on_tool_call(event, host) {\n  return {x: 010};\n}\n", 2),
+    "octal_escape": ("function on_tool_call(event, host) {\n  return {x: '\\01'};\n}\n", 2),
+    # QuickJS names the first line of the body for a duplicate parameter
+    "duplicate_parameters": ("function on_tool_call(event, event) {\n  return null;\n}\n", 2),
+    "delete_of_a_name": (
+        "var x = 1;\nfunction on_tool_call(event, host) {\n  delete x;\n  return null;\n}\n",
+        3,
+    ),
+    "reserved_word_as_name": (
+        "var x = 1;\nfunction on_tool_call(event, host) {\n  var interface = 1;\n  return null;\n}\n",
+        3,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SLOPPY_ONLY))
+def test_a_sloppy_mode_only_script_fails_to_load_naming_line_and_strict_mode(
+    one_worker: WorkerPool, case: str
+) -> None:
+    source, line = SLOPPY_ONLY[case]
+    with pytest.raises(ScriptCompileError) as caught:
+        one_worker.compile(source, filename="sloppy.js", language=Language.JAVASCRIPT)
+    (problem,) = caught.value.problems
+    assert problem.line == line
+    assert "strict mode" in problem.message
+
+
+@pytest.mark.parametrize(
+    "top",
+    [
+        "var me = arguments.callee;",
+        "var c = arguments.callee.caller;",
+        "arguments.callee.stash = 1;",
+    ],
+)
+def test_reaching_the_wrapper_through_arguments_callee_fails_the_load(
+    one_worker: WorkerPool, top: str
+) -> None:
+    source = "\n" + top + "\nfunction on_tool_call(event, host) { return null; }\n"
+    with pytest.raises(ScriptCompileError) as caught:
+        one_worker.compile(source, filename="callee.js", language=Language.JAVASCRIPT)
+    assert caught.value.problems[0].line == 2
+
+
+def compiled_runtime(source: str) -> JavaScriptRuntime:
+    js = JavaScriptRuntime()
+    assert js.compile({"source": source, "filename": "t.js", "key": "k", "limits": LIMITS})["ok"]
+    return js
+
+
+def js_call(js: JavaScriptRuntime, name: str) -> dict[str, object]:
+    answer = js.call(*js_request(name))
+    js.prepare()
+    return json.loads(answer) if isinstance(answer, str) else answer
+
+
+@pytest.mark.parametrize(
+    "queue",
+    [
+        "Promise.resolve().then(function () { counter.n = 1; });",
+        "(async function () { await null; counter.n = 1; })();",
+        "Promise.reject(new Error('x')).catch(function () { counter.n = 1; });",
+        "new Promise(function (ok) { ok(); }).then(function () { return Promise.resolve(); }).then(function () { counter.n = 1; });",
+    ],
+)
+def test_a_context_left_with_promise_jobs_is_never_used_again(queue: str) -> None:
+    source = (
+        "var counter = {n: 0};\nfunction on_tool_call(event, host) {\n"
+        f"  if (event.name === 'plant') {{ {queue} }}\n  return {{n: counter.n}};\n}}\n"
+    )
+    js = compiled_runtime(source)
+    first = js._ready["k"]
+    assert js_call(js, "probe")["value"] == {"n": 0}
+    assert js._ready["k"] is first
+    assert js_call(js, "plant")["value"] == {"n": 0}
+    assert js._ready["k"] is not first
+    assert js_call(js, "probe")["value"] == {"n": 0}
+
+
+def test_promise_jobs_queued_at_load_do_not_stay_in_the_kept_context() -> None:
+    js = compiled_runtime(
+        "Promise.resolve().then(function () {});\nfunction on_tool_call(event, host) { return null; }\n"
+    )
+    assert "k" not in js._ready
+    assert js_call(js, "probe")["value"] is None
+
+
+def test_the_pattern_cache_of_a_script_context_lives_for_one_call() -> None:
+    # Memory is the observable: many compiled patterns after one call, none after the next.
+    source = (
+        "function on_tool_call(event, host) {\n"
+        "  if (event.name === 'plant') { for (var i = 0; i < 200; i++) { host.match('(?i)pin-' + i + '-[0-9]{4,8}', 'x'); } }\n"
+        "  else { host.match('a+', 'aa'); }\n  return null;\n}\n"
+    )
+    js = compiled_runtime(source)
+    js_call(js, "probe")
+    used = js._ready["k"].ctx.memory()["memory_used_size"]
+    js_call(js, "plant")
+    assert js._ready["k"].ctx.memory()["memory_used_size"] > used + 100_000
+    js_call(js, "probe")
+    assert js._ready["k"].ctx.memory()["memory_used_size"] == used
+
+
+def regex_memory(history: list[dict[str, object]], limit_mb: int) -> tuple[int, int]:
+    js = JavaScriptRuntime()
+    for op in history:
+        js.regex(op, call=object(), remaining_s=5.0, memory_mb=64)
+    assert js.regex(
+        {"op": "match", "pattern": "ab+", "text": "abb"},
+        call=object(),
+        remaining_s=5.0,
+        memory_mb=limit_mb,
+    )
+    assert js._regex_ctx is not None
+    memory = js._regex_ctx.ctx.memory()
+    return memory["memory_used_size"], memory["malloc_limit"]
+
+
+def test_the_python_pattern_engine_meets_each_call_as_if_it_were_the_first() -> None:
+    # What an earlier call compiled, matched or allowed leaves no trace the next call meets:
+    # the same memory in use and the call's own memory limit.
+    pins = [f"(?i)pin[ :]*{n:04d}\\b" for n in range(32)]
+    history = [
+        {"op": "redact", "text": "pin 0042 " * 2000, "patterns": pins, "replacement": "#"},
+        {"op": "match", "pattern": "(a|b)*c{1,500}", "text": "x" * 300},
+    ]
+    assert regex_memory(history, 8) == regex_memory([], 8)
+    assert regex_memory(history, 8)[1] == 8 * 1024 * 1024

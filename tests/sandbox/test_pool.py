@@ -92,8 +92,9 @@ KILLERS = {
     "  for (var i = 0; i < 6; i++) { 'ab'.repeat(1 << 20).split('').sort(); }\n  return null;\n}\n",
     "py": "def on_tool_call(event, host):\n"
     "    sorted(sorted(sorted(sorted(range(1000000), key=str), key=str), key=str), key=str)\n",
-    # the size guard raises MemoryError, after which a Python worker recycles itself
-    "py-memory": "def on_tool_call(event, host):\n    x = 'a' * 100000000\n",
+    # running out of the address space is final: the Python worker recycles itself
+    "py-memory": "def on_tool_call(event, host):\n    keep = []\n    while True:\n"
+    "        keep.append('x' * 900000)\n",
 }
 KILLER_LANG = {"js": Language.JAVASCRIPT, "py": Language.PYTHON, "py-memory": Language.PYTHON}
 

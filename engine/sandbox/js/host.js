@@ -15,7 +15,9 @@
     return regex;
   }
 
-  return function makeApi(req, out) {
+  function reset() { if (regex !== null) { regex.reset(); } }
+
+  function makeApi(req, out) {
     var L = req.limits, state = req.state, writes = out.state_writes;
     function key(k) {
       checkText("host.state", "key", k, L.max_state_key_chars);
@@ -29,7 +31,6 @@
       return n;
     }
     return {
-      engine: engine,
       log: function log(msg) {
         checkText("host.log", "msg", msg, L.max_text_chars);
         if (out.logs.length >= L.max_log_lines) { out.dropped_logs++; return null; }
@@ -79,5 +80,6 @@
         return null;
       }
     };
-  };
+  }
+  return { api: makeApi, engine: engine, reset: reset };
 })

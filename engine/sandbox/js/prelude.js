@@ -1,15 +1,15 @@
 /* hookengine prelude: runs once in every QuickJS context a worker prepares for a script. The
    context is then reused for many calls of that script, so everything reachable across calls is
    frozen here: every built-in, every prototype and intrinsic, and (by the worker, right after this
-   file) globalThis itself. The script's top-level code runs again in a new function scope on
-   every call, so its variables and closures are new each time. Host API calls never leave JS,
+   file) globalThis itself. The script's top-level code runs again, in strict mode, in a new
+   function scope on every call, so its variables and closures are new each time. Host API calls never leave JS,
    because the binding refuses Python callbacks while a time limit is set. */
 globalThis.__he = (function (g) {
   "use strict";
   var indirectEval = g.eval, parse = JSON.parse, stringify = JSON.stringify, freeze = Object.freeze;
   var isArray = Array.isArray, getProto = Object.getPrototypeOf, hasOwn = Object.prototype.hasOwnProperty;
   var ownSymbols = Object.getOwnPropertySymbols;
-  var ObjProto = Object.prototype, ArrProto = Array.prototype, hostSource = g.__heHost, regexSource = g.__heRegex, factory = null, impl = null, script = null;
+  var ObjProto = Object.prototype, ArrProto = Array.prototype, hostSource = g.__heHost, regexSource = g.__heRegex, lib = null, impl = null, script = null;
 
   function noStrings() { throw new EvalError("code from strings is not allowed"); }
   /* No clocks, randomness or code from strings: the Python policy forbids the same. */
@@ -77,13 +77,19 @@ globalThis.__he = (function (g) {
   }
   /* The host API is parsed on first use (QuickJS parses ~20 KB/ms and a guard that only reads
      host.config should not pay for it); host.js gets the helpers it shares with this file. */
-  function api(req, out) {
-    if (factory === null) {
-      factory = indirectEval(hostSource)({ eval: indirectEval, toJSON: toJSON, fail: fail, regexSource: regexSource });
+  function hostLib() {
+    if (lib === null) {
+      lib = indirectEval(hostSource)({ eval: indirectEval, toJSON: toJSON, fail: fail, regexSource: regexSource });
     }
-    if (impl === null) { impl = factory(req, out); }
+    return lib;
+  }
+  function api(req, out) {
+    if (impl === null) { impl = hostLib().api(req, out); }
     return impl;
   }
+  /* The compiled-pattern cache lives for one call: which patterns another call (another user,
+     another script) compiled must not be observable, not even by timing. */
+  function freshPatterns() { if (lib !== null) { lib.reset(); } }
   function makeHost(req, out) {
     function lazy(name) { return function () { return api(req, out)[name].apply(undefined, arguments); }; }
     return freeze({ config: req.config, log: lazy("log"), now: lazy("now"), emit: lazy("emit"),
@@ -125,6 +131,7 @@ globalThis.__he = (function (g) {
     var out = { logs: [], dropped_logs: 0, emits: [], state_writes: {} };
     req.limits = L;
     impl = null;
+    freshPatterns();
     try {
       if (script === null) { fail("call", "no script is loaded"); }
       var fns = script();
@@ -148,28 +155,34 @@ globalThis.__he = (function (g) {
       ',"state_writes":', stringify(out.state_writes), "}"].join("");
   }
 
-  /* ``wrapped`` is "(function () {<source>\n;return {on_x: ...};})", made by the worker from a
-     source that already parsed on its own as a Script, so it cannot close the function early.
+  /* ``wrapped`` is "(function () {"use strict";<source>\n;return {on_x: ...};})", made by the
+     worker from a source that already parsed on its own as a strict Script, so it cannot close
+     the function early. Strict code has no ``arguments.callee``, no ``with`` and an undefined
+     ``this``: nothing in the source can reach the wrapper, which is frozen anyway.
      Evaluating it only parses; with ``trial`` the top-level code runs once (at load time) and
      the names of the on_<point> functions it defines come back. */
   function prepare(wrapped, withHost, withRegex, trial) {
     try {
       script = indirectEval(wrapped);
-      if (withHost || withRegex) { api({ limits: {}, event: {}, config: {}, state: {} }, {}); impl = null; }
-      if (withRegex) { factory({ limits: {}, event: {}, state: {} }, {}).engine(); }
+      /* The wrapper outlives the call: nothing may be parked on it or its prototype. */
+      freeze(script);
+      freeze(script.prototype);
+      if (withHost || withRegex) { hostLib(); }
+      if (withRegex) { lib.engine(); }
       if (!trial) { return stringify({ ok: true, functions: [] }); }
       var fns = script();
       return stringify({ ok: true, functions: Object.keys(fns).filter(function (k) { return typeof fns[k] === "function"; }) });
     } catch (e) { script = null; return stringify({ ok: false, error: describe(e) }); }
   }
 
+  /* host.match/redact for Python scripts, in a context of their own (see freshPatterns). */
   function regexOp(line) {
     var req = parse(line);
     try {
-      var engine = api(req, {}).engine();
+      var engine = hostLib().engine();
       var r = req.op === "match" ? engine.match(req.pattern, req.text) : engine.redact(req.text, req.patterns, req.replacement);
       return stringify({ ok: true, value: r });
     } catch (e) { return stringify({ ok: false, error: describe(e) }); }
   }
-  return freeze({ call: call, prepare: prepare, regex: regexOp });
+  return freeze({ call: call, prepare: prepare, regex: regexOp, fresh: freshPatterns });
 })(globalThis);

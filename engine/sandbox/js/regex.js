@@ -261,5 +261,6 @@
     }
     return text;
   }
-  return Object.freeze({ match: match, redact: redact, compile: compile });
+  function reset() { cache.clear(); }
+  return Object.freeze({ match: match, redact: redact, compile: compile, reset: reset });
 })();
