@@ -254,7 +254,10 @@ NARROW = {
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     root = tmp_path_factory.mktemp("boundary")
     files = {
-        "engine.yaml": "process: test\nscripts: {timeout_ms: 2000, memory_mb: 64, workers: 2}\n"
+        "engine.yaml": (
+            "process: test\n"
+            "scripts: {timeout_ms: 2000, max_timeout_ms: 2000, memory_mb: 64, workers: 2}\n"
+        )
     }
     for lang in LANGS:
         files.update(
@@ -282,10 +285,13 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
             agent_files(
                 f"stock_{lang}",
                 {
-                    "redact_secrets": f"kind: script_hook\nname: redact_secrets\nscript: {REPO / 'scripts' / f'redact_secrets.{lang}'}\n"
+                    "redact_secrets": "kind: script_hook\nname: redact_secrets\n"
+                    f"script: ../../../scripts/redact_secrets.{lang}\n"
                 },
             )
         )
+        shipped = REPO / "config" / "scripts" / f"redact_secrets.{lang}"
+        files[f"scripts/redact_secrets.{lang}"] = shipped.read_text(encoding="utf-8")
         for case, code in INVALID.items():
             source = (
                 f"def on_tool_call(event, host):\n    {code['py']}\n"

@@ -168,17 +168,18 @@ class WorkerPool:
     ) -> dict[str, Any]:
         """One request on one worker; worker failures become ScriptLimitError, bad answers too.
 
-        The call's wall-clock deadline is twice the budget plus a grace, and the wait for a
-        worker counts against it: at most one budget is spent waiting, so the worker always
-        has at least a budget plus the grace. Twice, because the in-process limits count
-        time that lags wall time on a loaded machine, and a call may first have to load its
-        script (when no prepared context was ready), which gets a budget of its own.
+        The call's wall-clock deadline is bounded in two parts: the wait for a worker (at
+        most one budget plus the grace, then the call fails as ``busy``) and the run (twice
+        the budget plus the grace, counted from when the worker was taken). Twice, because
+        the in-process limits count CPU time, which lags wall time on a loaded machine, and a
+        call may first have to load its script (when no prepared context was ready), which
+        gets a budget of its own. So a call never takes longer than ``3 * budget + 2 * grace``.
         A worker is sent a script's source and a set of limits only until it has them.
         """
-        end = time.monotonic() + 2 * budget_ms / 1000 + GRACE_S
         cap = _answer_cap(limits)
         message["limits_key"] = limits.key
-        worker = self._workers.take(owner, timeout_s=budget_ms / 1000)
+        worker = self._workers.take(owner, timeout_s=budget_ms / 1000 + GRACE_S)
+        end = time.monotonic() + 2 * budget_ms / 1000 + GRACE_S
         healthy = True  # a request that was never sent leaves the worker as it was
         try:
             data = _encode(message, worker, limits, script, language)

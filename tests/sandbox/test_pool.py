@@ -93,8 +93,8 @@ KILLERS = {
     "py": "def on_tool_call(event, host):\n"
     "    sorted(sorted(sorted(sorted(range(1000000), key=str), key=str), key=str), key=str)\n",
     # running out of the address space is final: the Python worker recycles itself
-    "py-memory": "def on_tool_call(event, host):\n    keep = []\n    while True:\n"
-    "        keep.append('x' * 900000)\n",
+    "py-memory": "def on_tool_call(event, host):\n    s = 'x' * 1000000\n    while True:\n"
+    "        s = s + s\n",
 }
 KILLER_LANG = {"js": Language.JAVASCRIPT, "py": Language.PYTHON, "py-memory": Language.PYTHON}
 
@@ -146,7 +146,7 @@ def test_a_call_that_cannot_get_a_worker_fails_as_busy_within_its_own_deadline()
         with pytest.raises(ScriptLimitError) as info:
             pool.call(guard, "on_tool_call", {"name": "x"}, config={}, state={})
         # its deadline is 2 x 50 ms + grace; a generous bound, not a timing measurement
-        assert time.monotonic() - started < 2 * 0.05 + GRACE_S + 1.0
+        assert time.monotonic() - started < 3 * 0.05 + 2 * GRACE_S + 1.0
         assert info.value.cause == "busy" and "sandbox busy" in info.value.message
         thread.join()
         assert [e.cause for e in errors] == ["timeout"]
@@ -184,7 +184,9 @@ def test_the_share_per_hook_is_the_operators_choice_and_at_least_one() -> None:
 @pytest.mark.parametrize("killer", sorted(KILLERS))
 def test_a_hook_that_keeps_killing_workers_is_quarantined_until_forgotten(killer: str) -> None:
     policy = PoolPolicy(quarantine_kills=3, respawn_burst=4, respawns_per_s=20)
-    with WorkerPool(size=2, limits=Limits(timeout_ms=50, memory_mb=256), policy=policy) as pool:
+    memory_mb = 32 if killer == "py-memory" else 256  # small: the doubling reaches it at once
+    limits = Limits(timeout_ms=50, memory_mb=memory_mb)
+    with WorkerPool(size=2, limits=limits, policy=policy) as pool:
         script = pool.compile(
             KILLERS[killer], filename=f"k.{killer[:2]}", language=KILLER_LANG[killer]
         )
