@@ -179,6 +179,19 @@ PYTHON: list[Attack] = [
         "finally_returns_after_the_timeout",
         "try:\n    while True:\n        pass\nfinally:\n    return {'leak': True}",
     ),
+    # caps on what a call hands back: each overrun fails the call instead of getting through
+    py("result_over_the_size_cap", 'return {"leak": "x" * 70000}'),
+    py("non_finite_number_in_result", 'return {"leak": float("nan")}'),
+    py(
+        "emit_flood",
+        'for i in range(100):\n    host.emit({"type": "status", "data": {}})\nreturn {"leak": True}',
+    ),
+    py(
+        "state_key_flood",
+        'for i in range(100):\n    host.state.set("k" + str(i), 1)\nreturn {"leak": True}',
+    ),
+    py("log_flood_is_cut", 'for i in range(10000):\n    host.log("x" * 1000)\nreturn None'),
+    py("lone_surrogate_in_result", 'return {"note": "\\ud800"}'),
 ]
 
 JAVASCRIPT: list[Attack] = [
@@ -389,5 +402,21 @@ JAVASCRIPT: list[Attack] = [
         "swallowed_timeout_at_load",
         "return {leak: true};",
         top="new Promise(function () { while (true) {} });",
+    ),
+    # caps on what a call hands back: each overrun fails the call instead of getting through
+    js("result_over_the_size_cap", "return {leak: 'x'.repeat(70000)};"),
+    js("non_finite_number_in_result", "return {leak: NaN, also: Infinity};"),
+    js(
+        "emit_flood",
+        "for (var i = 0; i < 100; i++) { host.emit({type: 'status', data: {}}); } return {leak: true};",
+    ),
+    js(
+        "state_key_flood",
+        "for (var i = 0; i < 100; i++) { host.state.set('k' + i, 1); } return {leak: true};",
+    ),
+    js("getter_in_result_runs_forever", "return {get leak() { while (true) {} }};"),
+    js(
+        "log_flood_is_cut",
+        "for (var i = 0; i < 10000; i++) { host.log('x'.repeat(1000)); } return null;",
     ),
 ]
