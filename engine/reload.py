@@ -5,7 +5,8 @@ A reload reads an agent's files into specs, checks that what it read is still wh
 YAML tests, and only then swaps the agent's pipeline; any problem keeps the last good pipeline
 and is reported (log, ``status()``, listeners) with file and line. A replaced pipeline's hooks
 are closed once no evaluation that started on it is still running. What a reload reads, and how
-it tells what changed, lives in ``engine.reload_reads``.
+it tells what changed, lives in ``engine.reload_reads``; the watcher thread, which reports every
+error and never dies, in ``engine.reload_watch``. Files are read outside the reload lock.
 """
 
 from __future__ import annotations
@@ -14,14 +15,13 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.config.loader import AgentSpec, HookSpec, load_agent
 from engine.errors import ConfigError, Problem
 from engine.pipeline import Pipeline, Slot
+from engine.reload_events import AgentState, ReloadEvent, error_data, now_iso
 from engine.reload_reads import READ_ATTEMPTS as READ_ATTEMPTS
 from engine.reload_reads import (
     describe,
@@ -46,61 +46,6 @@ WATCHED_SUFFIXES = (".yaml", ".yml", ".js", ".py")
 
 CLOSE_WAIT_S = 2.0
 """How long ``close()`` waits for the watcher thread, then for a reload in progress."""
-
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-@dataclass(frozen=True)
-class ReloadEvent:
-    """What one reload attempt of one agent did."""
-
-    agent: str
-    ok: bool
-    """False: refused, the last good version stays."""
-    generation: int
-    """The generation running after the attempt."""
-    time: str
-    swapped: bool = False
-    """True when a new pipeline went live (False on no change or refusal)."""
-    changes: tuple[str, ...] = ()
-    """What changed, one line each (hooks added, removed, fields changed)."""
-    problems: tuple[Problem, ...] = ()
-    files: tuple[str, ...] = ()
-    """The changed files that caused the attempt."""
-
-    def lines(self) -> list[str]:
-        """The event as the dev prompt and the log show it."""
-        if not self.ok:
-            head = f"reload of {self.agent} refused; generation {self.generation} stays live:"
-            return [head, *(f"  {p}" for p in self.problems)]
-        if not self.swapped:
-            return [f"{self.agent}: no change (generation {self.generation})"]
-        return [
-            f"reloaded {self.agent}: generation {self.generation}",
-            *(f"  {c}" for c in self.changes),
-        ]
-
-    def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["problems"] = [_problem_data(p) for p in self.problems]
-        return data
-
-
-def _problem_data(p: Problem) -> dict[str, Any]:
-    return {"file": p.path, "line": p.line, "field": p.field, "message": p.message, "text": str(p)}
-
-
-@dataclass
-class AgentState:
-    """Reload bookkeeping of one agent, as ``status()`` shows it."""
-
-    loaded_at: str
-    reloads: int = 0
-    error: ReloadEvent | None = None
-    """The latest attempt's refusal; cleared by a good reload."""
-    last_error: ReloadEvent | None = None
 
 
 # -- the reloader --------------------------------------------------------------------------------
@@ -347,8 +292,8 @@ class Reloader:
                 "loaded_at": state.loaded_at,
                 "reloads": state.reloads,
                 "hooks": {s.hook.name: s.hook.version for s in pipeline.slots},
-                "error": _error_data(state.error),
-                "last_error": _error_data(state.last_error),
+                "error": error_data(state.error),
+                "last_error": error_data(state.last_error),
             }
         return {
             "watching": self.watching,
@@ -425,19 +370,6 @@ class Reloader:
                 self._close_unused(pipeline.slots, keep)
         finally:
             self._lock.release()
-
-
-def _error_data(event: ReloadEvent | None) -> dict[str, Any] | None:
-    if event is None:
-        return None
-    first = event.problems[0] if event.problems else None
-    return {
-        "time": event.time,
-        "file": first.path if first else None,
-        "line": first.line if first else None,
-        "message": str(first) if first else "reload failed",
-        "problems": [str(p) for p in event.problems],
-    }
 
 
 def _problems(exc: Exception, owner: Path) -> list[Problem]:
