@@ -84,11 +84,11 @@ class Reloader:
 
         Files are read before the reload lock is taken, so a slow or stuck read never holds
         up ``close()`` or another agent's reload."""
-        for _ in range(READ_ATTEMPTS):
+        for attempt in range(1, READ_ATTEMPTS + 1):
             host = self.host_specs
             read = self._read_agent(name, host)
-            with self._lock:
-                if self.host_specs is host or _ == READ_ATTEMPTS - 1:
+            with self._lock:  # the host layer changed meanwhile: read again with the new one
+                if self.host_specs is host or attempt == READ_ATTEMPTS:
                     return self._publish(self._rebuild(name, files, read))
         raise AssertionError("unreachable: the last attempt always returns")
 

@@ -478,3 +478,63 @@ def test_permission_denied_on_a_hook_is_reported_and_a_repair_goes_live() -> Non
         assert out["alive"] and out["generation"] >= 1 and out["close_s"] < CLOSE_S
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- the host layer, and the status lines -----------------------------------------------------
+
+HOST_FAULTS: dict[str, Callable[[Path], None]] = {
+    "host hook replaced by a FIFO": lambda r: fifo_at(r / "hooks/rules.yaml"),
+    "engine.yaml replaced by a FIFO": lambda r: fifo_at(r / "engine.yaml"),
+    "host hook is a symlink to /dev/zero": lambda r: link_at(r / "hooks/rules.yaml"),
+}
+
+
+@pytest.mark.parametrize("fault", list(HOST_FAULTS))
+def test_a_host_layer_fault_is_every_agents_error_until_repaired(
+    fault: str,
+    project: Callable[[dict[str, str]], Path],
+    load: Callable[..., Engine],
+    guard_kind: None,  # noqa: F811 - the fixture
+) -> None:
+    rules = "kind: inject\nname: rules\nmessages: [{role: system, content: be nice}]\n"
+    root = project({**FILES, "engine.yaml": "hooks: [rules]\n", "hooks/rules.yaml": rules})
+    engine = load(root, watch=True)
+    HOST_FAULTS[fault](root)
+    wait_until(
+        lambda: error_text(engine) is not None and error_text(engine, "b") is not None, fault
+    )
+    assert "not a regular file" in str(error_text(engine, "b"))
+    assert engine.status()["watching"] and blocked(engine, "b") and not blocked(engine)
+    remove(root / "engine.yaml")
+    remove(root / "hooks/rules.yaml")
+    (root / "engine.yaml").write_text("hooks: [rules]\n")
+    (root / "hooks/rules.yaml").write_text(rules)
+    (root / A / "hooks/guard.yaml").write_text(GUARD.format(forbidden="[shell]"))
+    wait_until(
+        lambda: blocked(engine) and error_text(engine) is None and error_text(engine, "b") is None,
+        f"{fault}: repair live",
+    )
+    closes_promptly(engine)
+
+
+def test_status_lines_show_the_watchers_state_and_errors() -> None:
+    from engine.cli.cmd_ops import status_lines
+
+    watcher = {
+        "alive": True,
+        "stalled": False,
+        "error": "OSError: watch backend failed",
+        "last_error": "OSError: watch backend failed",
+        "last_error_at": "2026-12-01T05:00:00.000+00:00",
+        "last_event_at": None,
+        "restarts": 2,
+    }
+    data: dict[str, Any] = {"watching": True, "watcher": watcher, "agents": {}}
+    lines = status_lines(data)
+    assert "watcher: alive, 2 restarts, last event -" in lines
+    assert any(line.strip().startswith("error at 2026") for line in lines)
+    data["watcher"] = {**watcher, "error": None, "stalled": True}
+    assert any(line.startswith("watcher: STALLED") for line in status_lines(data))
+    assert any("last error at" in line for line in status_lines(data))
+    idle = {**watcher, "alive": False, "restarts": 0, "last_error": None, "error": None}
+    assert not any(line.startswith("watcher") for line in status_lines({**data, "watcher": idle}))
