@@ -5,7 +5,8 @@ A reload reads an agent's files into specs, checks that what it read is still wh
 YAML tests, and only then swaps the agent's pipeline; any problem keeps the last good pipeline
 and is reported (log, ``status()``, listeners) with file and line. A replaced pipeline's hooks
 are closed once no evaluation that started on it is still running. What a reload reads, and how
-it tells what changed, lives in ``engine.reload_reads``.
+it tells what changed, lives in ``engine.reload_reads``; the watcher thread, which reports every
+error and never dies, in ``engine.reload_watch``. Files are read outside the reload lock.
 """
 
 from __future__ import annotations
@@ -13,25 +14,27 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable, Generator
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.config.loader import AgentSpec, HookSpec, load_agent, show
+from engine.config.loader import AgentSpec, HookSpec, load_agent
 from engine.errors import ConfigError, Problem
 from engine.pipeline import Pipeline, Slot
+from engine.reload_events import AgentState, ReloadEvent, error_data, now_iso
 from engine.reload_reads import READ_ATTEMPTS as READ_ATTEMPTS
 from engine.reload_reads import (
     describe,
     files_of,
+    read_checked,
     read_host,
     read_stable,
+    shown,
     slot_key,
     tests_key,
     wanted_files,
 )
+from engine.reload_watch import Watcher
 from engine.yamltests import as_problems, run_hooks
 
 if TYPE_CHECKING:
@@ -41,60 +44,8 @@ log = logging.getLogger("engine.reload")
 
 WATCHED_SUFFIXES = (".yaml", ".yml", ".js", ".py")
 
-
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-@dataclass(frozen=True)
-class ReloadEvent:
-    """What one reload attempt of one agent did."""
-
-    agent: str
-    ok: bool
-    """False: refused, the last good version stays."""
-    generation: int
-    """The generation running after the attempt."""
-    time: str
-    swapped: bool = False
-    """True when a new pipeline went live (False on no change or refusal)."""
-    changes: tuple[str, ...] = ()
-    """What changed, one line each (hooks added, removed, fields changed)."""
-    problems: tuple[Problem, ...] = ()
-    files: tuple[str, ...] = ()
-    """The changed files that caused the attempt."""
-
-    def lines(self) -> list[str]:
-        """The event as the dev prompt and the log show it."""
-        if not self.ok:
-            head = f"reload of {self.agent} refused; generation {self.generation} stays live:"
-            return [head, *(f"  {p}" for p in self.problems)]
-        if not self.swapped:
-            return [f"{self.agent}: no change (generation {self.generation})"]
-        return [
-            f"reloaded {self.agent}: generation {self.generation}",
-            *(f"  {c}" for c in self.changes),
-        ]
-
-    def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["problems"] = [_problem_data(p) for p in self.problems]
-        return data
-
-
-def _problem_data(p: Problem) -> dict[str, Any]:
-    return {"file": p.path, "line": p.line, "field": p.field, "message": p.message, "text": str(p)}
-
-
-@dataclass
-class AgentState:
-    """Reload bookkeeping of one agent, as ``status()`` shows it."""
-
-    loaded_at: str
-    reloads: int = 0
-    error: ReloadEvent | None = None
-    """The latest attempt's refusal; cleared by a good reload."""
-    last_error: ReloadEvent | None = None
+CLOSE_WAIT_S = 2.0
+"""How long ``close()`` waits for the watcher thread, then for a reload in progress."""
 
 
 # -- the reloader --------------------------------------------------------------------------------
@@ -122,35 +73,70 @@ class Reloader:
         self._closed_hooks: set[int] = set()
         self._lock = threading.RLock()
         self._listeners: list[Callable[[ReloadEvent], None]] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.watcher = Watcher(
+            self.watched_dirs, self._on_changes, debounce_ms=debounce_ms, step_ms=step_ms
+        )
 
     # -- reloading ------------------------------------------------------------------------------
 
     def reload_agent(self, name: str, files: tuple[str, ...] = ()) -> ReloadEvent:
-        """Re-read, rebuild and test agent ``name``; swap it in if all is well."""
-        with self._lock:
-            return self._publish(self._rebuild(name, files))
+        """Re-read, rebuild and test agent ``name``; swap it in if all is well.
+
+        Files are read before the reload lock is taken, so a slow or stuck read never holds
+        up ``close()`` or another agent's reload."""
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            host = self.host_specs
+            read = self._read_agent(name, host)
+            with self._lock:  # the host layer changed meanwhile: read again with the new one
+                if self.host_specs is host or attempt == READ_ATTEMPTS:
+                    return self._publish(self._rebuild(name, files, read))
+        raise AssertionError("unreachable: the last attempt always returns")
+
+    def _read_agent(self, name: str, host: tuple[HookSpec, ...]) -> AgentSpec | Exception:
+        """The agent's files read consistently, or the error that stopped the read."""
+        folder = self.root / "agents" / name
+        owner = folder / "agent.yaml"
+        try:
+            return read_checked(
+                folder,
+                owner,
+                lambda: read_stable(
+                    owner, lambda: load_agent(self.root, name, host), lambda s: list(s.hooks)
+                ),
+            )
+        except Exception as exc:  # noqa: BLE001 - the reload edge: reported by _rebuild
+            return exc
 
     def reload_host(self, files: tuple[str, ...] = ()) -> list[ReloadEvent]:
         """Re-read the host layer (engine.yaml, config/hooks); rebuild every agent with it."""
-        with self._lock:
-            engine_yaml = self.root / "engine.yaml"
-            try:
-                settings, specs = read_stable(
+        engine_yaml = self.root / "engine.yaml"
+        try:
+            settings, specs = read_checked(
+                self.root,
+                engine_yaml,
+                lambda: read_stable(
                     engine_yaml, lambda: read_host(self.root), lambda r: list(r[1])
-                )
+                ),
+            )
+        except Exception as exc:  # noqa: BLE001 - the reload edge: report, keep last good
+            return self._refuse_all(_problems(exc, engine_yaml), files)
+        reads = {n: self._read_agent(n, specs) for n in self.engine.agents}
+        with self._lock:
+            try:
                 slots = self._build(specs, "host", self.engine.host_slots)
                 self._test(specs, slots)
             except Exception as exc:  # noqa: BLE001 - the reload edge: report, keep last good
-                problems = _problems(exc, engine_yaml)
-                return [
-                    self._publish(self._refused(n, problems, files)) for n in self.engine.agents
-                ]
+                return self._refuse_all(_problems(exc, engine_yaml), files)
             notes = describe(self.host_specs, specs, "host") + self._settings_note(settings)
             self.host_specs, self.engine.host_slots = specs, slots
             self.engine.project = dataclasses.replace(self.engine.project, host_hooks=specs)
-            return [self._publish(self._rebuild(n, files, notes)) for n in self.engine.agents]
+            return [
+                self._publish(self._rebuild(n, files, reads[n], notes)) for n in self.engine.agents
+            ]
+
+    def _refuse_all(self, problems: list[Problem], files: tuple[str, ...]) -> list[ReloadEvent]:
+        with self._lock:
+            return [self._publish(self._refused(n, problems, files)) for n in self.engine.agents]
 
     def _settings_note(self, settings: Any) -> list[str]:
         keep = {"hooks", "hook_files", "records"}
@@ -161,15 +147,20 @@ class Reloader:
         return [f"engine.yaml: {changed} take effect on restart"]
 
     def _rebuild(
-        self, name: str, files: tuple[str, ...], notes: list[str] | None = None
+        self,
+        name: str,
+        files: tuple[str, ...],
+        read: AgentSpec | Exception,
+        notes: list[str] | None = None,
     ) -> ReloadEvent:
+        """Build and test what ``_read_agent`` read, and swap it in (under the reload lock)."""
         agent = self.engine.agent(name)
         current = agent.pipeline
         owner = self.root / "agents" / name / "agent.yaml"
         try:
-            spec = read_stable(
-                owner, lambda: load_agent(self.root, name, self.host_specs), lambda s: list(s.hooks)
-            )
+            if isinstance(read, Exception):
+                raise read
+            spec = read
             if self._same(spec, current):
                 self._test(spec.hooks, None)
                 return ReloadEvent(name, True, current.generation, now_iso(), files=files)
@@ -290,8 +281,9 @@ class Reloader:
     # -- status ---------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        """JSON data: whether files are watched, and per agent its generation, last (re)load,
-        hook versions, and the reload error if the latest attempt was refused."""
+        """JSON data: whether files are watched and the watcher's health; per agent its
+        generation, last (re)load, hook versions, and the reload error if the latest attempt
+        was refused."""
         agents = {}
         for name in self.engine.agents:
             pipeline, state = self.engine.agent(name).pipeline, self.states[name]
@@ -300,16 +292,22 @@ class Reloader:
                 "loaded_at": state.loaded_at,
                 "reloads": state.reloads,
                 "hooks": {s.hook.name: s.hook.version for s in pipeline.slots},
-                "error": _error_data(state.error),
-                "last_error": _error_data(state.last_error),
+                "error": error_data(state.error),
+                "last_error": error_data(state.last_error),
             }
-        return {"watching": self.watching, "generation": self.engine.generation, "agents": agents}
+        return {
+            "watching": self.watching,
+            "watcher": self.watcher.health(),
+            "generation": self.engine.generation,
+            "agents": agents,
+        }
 
     # -- watching -------------------------------------------------------------------------------
 
     @property
     def watching(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        """The watcher thread runs and is not stuck in a batch."""
+        return self.watcher.alive and not self.watcher.stalled
 
     def watched_files(self) -> dict[Path, str | None]:
         """Every file that matters, mapped to its agent (None: the host layer, every agent)."""
@@ -330,54 +328,12 @@ class Reloader:
 
     def start(self) -> None:
         """Watch the files in a background thread; returns once the watcher is live."""
-        self._stop.clear()
-        self._open()
+        self.watcher.start()
 
-    def _open(self) -> None:
-        import watchfiles
-
-        dirs = self.watched_dirs()
-        changes = watchfiles.watch(
-            *sorted(dirs),
-            watch_filter=None,
-            debounce=self.debounce_ms,
-            step=self.step_ms,
-            stop_event=self._stop,
-            rust_timeout=100,
-            yield_on_timeout=True,
-            recursive=False,
-        )
-        try:
-            first = next(changes)  # returns once the OS watcher is set up (or after 100 ms)
-        except StopIteration:
-            return
-        self._thread = threading.Thread(
-            target=self._watch, args=(changes, first, dirs), name="hookengine-reload", daemon=True
-        )
-        self._thread.start()
-
-    def _watch(
-        self,
-        changes: Generator[set[tuple[Any, str]], None, None],
-        first: set[tuple[Any, str]],
-        dirs: set[Path],
-    ) -> None:
-        batch = first
-        while True:
-            try:
-                self.handle({Path(p) for _, p in batch})
-                self.sweep()
-            except Exception:
-                log.exception("reload failed")
-            if self.watched_dirs() != dirs and not self._stop.is_set():
-                changes.close()  # the set of folders changed (a hook moved): watch the new set
-                self._open()
-                self.handle(set(self.watched_files()))  # catch up on what the gap missed
-                return
-            try:
-                batch = next(changes)
-            except StopIteration:
-                return
+    def _on_changes(self, paths: set[Path] | None) -> None:
+        """The watcher's callback: reload what ``paths`` touch (None: everything watched)."""
+        self.handle(set(self.watched_files()) if paths is None else paths)
+        self.sweep()
 
     def handle(self, paths: set[Path]) -> list[ReloadEvent]:
         """Reload what ``paths`` (changed files) touch: the host layer (and so every agent), or
@@ -387,43 +343,39 @@ class Reloader:
             return []
         owners = self.watched_files()
         touched = {owners[p] for p in relevant if p in owners}
-        files = tuple(sorted(show(p) for p in relevant if p in owners))
+        files = tuple(sorted(shown(p) for p in relevant if p in owners))
         if None in touched:
             return self.reload_host(files)
-        return [self.reload_agent(n, files) for n in sorted(t for t in touched if t)]
+        return [self._reload_guarded(n, files) for n in sorted(t for t in touched if t)]
+
+    def _reload_guarded(self, name: str, files: tuple[str, ...]) -> ReloadEvent:
+        """``reload_agent``, with an unexpected error reported as that agent's refusal."""
+        try:
+            return self.reload_agent(name, files)
+        except Exception as exc:  # noqa: BLE001 - one agent's failure never stops the others
+            owner = self.root / "agents" / name / "agent.yaml"
+            with self._lock:
+                return self._publish(self._refused(name, _problems(exc, owner), files))
 
     def close(self) -> None:
         """Stop watching and close every replaced pipeline's hooks (the engine is closing)."""
-        self._stop.set()
-        joined = None
-        while self._thread is not None and self._thread is not joined:
-            joined = self._thread  # a restart may have swapped in a new thread meanwhile
-            if joined is not threading.current_thread():
-                joined.join(timeout=10)
-        with self._lock:
+        self.watcher.stop(CLOSE_WAIT_S)
+        if not self._lock.acquire(timeout=CLOSE_WAIT_S):
+            log.warning("a reload is still running; replaced hooks close with the engine")
+            return
+        try:
             retired, self.retired = self.retired, []
             keep = self._live_hooks()
             for _, pipeline in retired:
                 self._close_unused(pipeline.slots, keep)
-
-
-def _error_data(event: ReloadEvent | None) -> dict[str, Any] | None:
-    if event is None:
-        return None
-    first = event.problems[0] if event.problems else None
-    return {
-        "time": event.time,
-        "file": first.path if first else None,
-        "line": first.line if first else None,
-        "message": str(first) if first else "reload failed",
-        "problems": [str(p) for p in event.problems],
-    }
+        finally:
+            self._lock.release()
 
 
 def _problems(exc: Exception, owner: Path) -> list[Problem]:
     if isinstance(exc, ConfigError):
         return exc.problems
-    return [Problem(show(owner), None, None, f"{type(exc).__name__}: {exc}")]
+    return [Problem(shown(owner), None, None, f"{type(exc).__name__}: {exc}")]
 
 
 __all__ = ["AgentState", "ReloadEvent", "Reloader", "describe"]

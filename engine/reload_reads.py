@@ -3,30 +3,108 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import os
+import stat
+import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from engine.config.loader import HookSpec, digest, load_engine_settings, load_host_layer, show
-from engine.errors import ConfigError
+from engine.errors import ConfigError, Problem
 from engine.yamltests import test_file_of
 
 READ_ATTEMPTS = 5
 """How often a reload reads again when a file changed while it was being read."""
+
+READ_TIMEOUT_S = 5.0
+"""How long a reload's reading may take before it is refused (a read that blocks, on a file
+swapped for a FIFO after it was checked, never holds up the watcher or ``close()``)."""
 
 
 # -- reading files consistently ------------------------------------------------------------------
 
 
 def _text(path: Path | None) -> str | None:
+    """The file's text; None when it is missing, unreadable, undecodable or not a regular file
+    (a FIFO is opened without blocking and never read)."""
     if path is None:
         return ""
     try:
-        return path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as file:
+            return file.read().decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
+    finally:
+        os.close(fd)
+
+
+def special_file(path: Path) -> str | None:
+    """What ``path`` is when it is a FIFO, a device or a socket (a read may block or never
+    end), else None. Missing files, directories, symlink loops and NULs are the loader's to
+    report: reading them fails at once."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a socket" if stat.S_ISSOCK(mode) else None
+
+
+def refuse_special_files(paths: Iterable[Path]) -> None:
+    """ConfigError naming every path that is a FIFO, a device or a socket: nothing is opened,
+    so a FIFO never blocks a reload."""
+    problems = [
+        Problem(
+            shown(p),
+            None,
+            None,
+            f"cannot read it: it is {kind}, not a regular file",
+            "replace it with a regular file",
+        )
+        for p in sorted(paths, key=str)
+        if (kind := special_file(p))
+    ]
+    if problems:
+        raise ConfigError(problems)
+
+
+def read_bounded(read: Callable[[], Any], owner: Path, timeout_s: float | None = None) -> Any:
+    """``read()`` in a helper thread, given at most ``timeout_s`` (``READ_TIMEOUT_S``); a read
+    still blocked then (a file swapped for a FIFO between check and open) is abandoned, as a
+    daemon thread, and reported as a ConfigError naming ``owner``."""
+    timeout_s = READ_TIMEOUT_S if timeout_s is None else timeout_s
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = read()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="hookengine-reload-read", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        raise ConfigError.single(
+            shown(owner),
+            f"reading the agent's files took over {timeout_s:g} s (a FIFO or a device in "
+            "place of a file?); the last good version stays",
+        )
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _hash(path: Path) -> str | None:
@@ -52,7 +130,7 @@ def read_stable(
         result = read()
         if _hash(owner) == before and all(_on_disk(h) for h in hooks_of(result)):
             return result
-    raise ConfigError.single(show(owner), "files kept changing while being read; save again")
+    raise ConfigError.single(shown(owner), "files kept changing while being read; save again")
 
 
 def read_host(root: Path) -> tuple[Any, tuple[HookSpec, ...]]:
@@ -66,21 +144,58 @@ def read_host(root: Path) -> tuple[Any, tuple[HookSpec, ...]]:
 def wanted_files(folder: Path, owner: Path) -> set[Path]:
     """Files ``owner`` (agent.yaml / engine.yaml) asks for, read loosely: even when invalid, its
     hook files and their scripts are watched so that creating them is noticed."""
+    return {_resolved(p) for p in _wanted(folder, owner)}
+
+
+def _wanted(folder: Path, owner: Path) -> set[Path]:
     data = _loose(owner)
     hooks = [folder / str(f) for f in data.get("hook_files") or [] if isinstance(f, str)]
     hooks += [folder / "hooks" / f"{n}.yaml" for n in data.get("hooks") or [] if isinstance(n, str)]
-    found = {owner, *hooks}
+    found = {owner, *hooks, *(test_file_of(h) for h in hooks)}
     for hook in hooks:
         script = _loose(hook).get("script")
         if isinstance(script, str):
             found.add(hook.parent / script)
-    return {p.resolve() for p in found}
+    return found
+
+
+def read_checked(folder: Path, owner: Path, read: Callable[[], Any]) -> Any:
+    """``read()`` once every file ``owner`` asks for is a regular file (or missing), within
+    ``READ_TIMEOUT_S``: a FIFO, a device or a socket in a file's place is refused, named."""
+
+    def checked() -> Any:
+        refuse_special_files(_wanted(folder, owner))
+        return read()
+
+    return read_bounded(checked, owner)
+
+
+def _resolved(path: Path) -> Path:
+    """``path`` resolved; when it cannot be (a symlink loop, a NUL), its folder resolved and
+    its name kept, so that events on it still find their agent."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError, ValueError):
+        try:
+            return path.parent.resolve() / path.name
+        except (OSError, RuntimeError, ValueError):
+            return Path(os.path.abspath(path))
+
+
+def shown(path: Path) -> str:
+    """``show(path)`` (the path as messages name it), or the path as given when it cannot be
+    resolved: naming a broken path must not raise."""
+    try:
+        return show(path)
+    except (OSError, RuntimeError, ValueError):
+        return str(path)
 
 
 def _loose(path: Path) -> dict[str, Any]:
+    text = _text(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = yaml.safe_load(text) if text else None
+    except (yaml.YAMLError, RecursionError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -138,11 +253,17 @@ def _short(value: Any, limit: int = 70) -> str:
 
 __all__ = [
     "READ_ATTEMPTS",
+    "READ_TIMEOUT_S",
     "describe",
     "files_of",
+    "read_bounded",
+    "read_checked",
     "read_host",
     "read_stable",
+    "refuse_special_files",
+    "shown",
     "slot_key",
+    "special_file",
     "tests_key",
     "wanted_files",
 ]

@@ -210,8 +210,10 @@ class Engine:
 
     def status(self) -> dict[str, Any]:
         """Per agent: generation, last (re)load time, last reload error with file and line;
-        ``sandbox``: the worker pool's health (None until a script hook started it); and
-        ``records``: the record writer's ``health()`` (None when records are off)."""
+        ``watching`` and ``watcher``: the reload watcher's health (alive, stalled, errors,
+        restarts, last file event); ``sandbox``: the worker pool's health (None until a script
+        hook started it); and ``records``: the record writer's ``health()`` (None when records
+        are off)."""
         assert self.reloader is not None  # set in __init__ or the engine did not construct
         status = self.reloader.status()
         status["sandbox"] = self._sandbox.health() if self._sandbox is not None else None

@@ -19,7 +19,16 @@ LAYERS: list[set[str]] = [
     {"outcome", "records"},
     {"pipeline"},
     {"runtime"},
-    {"reload", "reload_reads", "replay", "explain", "yamltests", "demo"},
+    {
+        "reload",
+        "reload_events",
+        "reload_reads",
+        "reload_watch",
+        "replay",
+        "explain",
+        "yamltests",
+        "demo",
+    },
     {"cli", "http"},
 ]
 

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +60,14 @@ def register(sub: Any) -> None:
     p.add_argument("config", nargs="?", default="config", help="config folder (default: config)")
     p.add_argument(
         "--db", help="read the record loss ledger from this store (default: engine.yaml's)"
+    )
+    p.add_argument(
+        "--url",
+        help="ask a running `hookengine serve` (e.g. http://127.0.0.1:8765) for its live status",
+    )
+    p.add_argument(
+        "--token",
+        help="the admin token for --url (default: $HOOKENGINE_ADMIN_TOKEN)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=status)
@@ -177,15 +189,53 @@ def dev(args: argparse.Namespace) -> int:
 
 
 def status(args: argparse.Namespace) -> int:
-    """Read the config now and report each agent as a fresh engine would run it; exit 1 if
-    an agent does not load. A running engine reports its own through ``Engine.status()``."""
-    data = project_status(Path(args.config))
-    data["records"] = ledger_status(Path(args.config), args.db)
+    """Read the config now and report each agent as a fresh engine would run it; with
+    ``--url``, what a running ``serve`` reports of itself instead. Exit 1 if an agent does
+    not load (or its last reload was refused), or the watcher is failing or stuck."""
+    if args.url:
+        data = remote_status(args.url, args.token or os.environ.get(TOKEN_ENV, ""))
+    else:
+        data = project_status(Path(args.config))
+        data["records"] = ledger_status(Path(args.config), args.db)
     if args.json:
         print_json(data)
     else:
         say("\n".join(status_lines(data)))
-    return EXIT_OK if all(a["error"] is None for a in data["agents"].values()) else EXIT_FAILED
+    watcher = data.get("watcher") or {}
+    healthy = not watcher.get("error") and not watcher.get("stalled")
+    agents_ok = all(a["error"] is None for a in data["agents"].values())
+    return EXIT_OK if agents_ok and healthy else EXIT_FAILED
+
+
+TOKEN_ENV = "HOOKENGINE_ADMIN_TOKEN"
+"""Where ``status --url`` finds the admin token when ``--token`` is not given (the default
+``http.token_env``)."""
+
+
+def remote_status(url: str, token: str, *, timeout_s: float = 10.0) -> dict[str, Any]:
+    """``GET <url>/v1/status`` of a running service; UsageError naming the URL on failure."""
+    target = url.rstrip("/") + "/v1/status"
+    if not target.startswith(("http://", "https://")):
+        raise UsageError(f"--url {url}: expected http://HOST:PORT")
+    request = urllib.request.Request(target, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            data = json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as exc:
+        raise UsageError(f"{target}: HTTP {exc.code}: {_detail(exc)}") from exc
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise UsageError(f"{target}: cannot read the status: {reason}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("agents"), dict):
+        raise UsageError(f"{target}: not a hookengine status document")
+    return data
+
+
+def _detail(exc: urllib.error.HTTPError) -> str:
+    try:
+        return str(json.loads(exc.read().decode("utf-8"))["detail"])
+    except (ValueError, KeyError, TypeError, OSError):
+        return str(exc.reason)
 
 
 def project_status(root: Path) -> dict[str, Any]:
@@ -251,10 +301,26 @@ def records_lines(records: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def watcher_lines(watcher: dict[str, Any] | None) -> list[str]:
+    """The reload watcher's health as lines (none for an engine that never watched)."""
+    if not watcher or not (watcher["alive"] or watcher["restarts"] or watcher["last_error"]):
+        return []
+    state = "STALLED" if watcher["stalled"] else ("alive" if watcher["alive"] else "stopped")
+    lines = [
+        f"watcher: {state}, {watcher['restarts']} restarts, "
+        f"last event {watcher['last_event_at'] or '-'}"
+    ]
+    if watcher["last_error"]:
+        label = "error" if watcher["error"] else "last error"
+        lines.append(f"    {label} at {watcher['last_error_at']}: {watcher['last_error']}")
+    return lines
+
+
 def status_lines(data: dict[str, Any]) -> list[str]:
     """Status data (``Engine.status()``) as lines: one per agent, then its error if any;
     then the records line when the data has one."""
     lines = [f"watching: {'yes' if data['watching'] else 'no'}"]
+    lines += watcher_lines(data.get("watcher"))
     for name, a in data["agents"].items():
         gen = "-" if a["generation"] is None else a["generation"]
         state = "ok" if a["error"] is None else "ERROR"

@@ -171,7 +171,8 @@ def create_app(engine: Any) -> FastAPI:
     @app.get("/v1/status", responses=ERRORS, dependencies=[Depends(authorize)])
     def status() -> dict[str, Any]:
         """Per agent: reload generation, hook versions, last reload error (file and line);
-        the record writer's counters (records written, dropped by cause, last error)."""
+        the reload watcher's health (alive, stalled, errors, restarts, last event); the
+        sandbox pool; the record writer's counters (written, dropped by cause, last error)."""
         return dict(engine.status())
 
     @app.get(
