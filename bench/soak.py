@@ -59,20 +59,34 @@ THREAD_SLACK = 4
 NAMES = ("Alex", "Bob", "Maria", "Ivan", "Olga", "Sam", "Lena", "Kim")
 CITIES = ("Berlin", "Moscow", "Paris", "Riga", "Oslo", "Kazan", "Tver", "Porto")
 THINGS = ("green tea", "jazz", "mountain bikes", "old maps", "board games", "sushi")
-QUESTIONS = (
+STATEMENTS = (
     "My name is {name}.",
     "I live in {city}.",
     "I love {thing}.",
     "Меня зовут {name}.",
     "Я живу в {city}.",
-    "What is my name?",
-    "Which city do I live in?",
-    "Where is my order ORD-2024-{n:06d}?",
-    "How long does shipping to {city} take?",
-    "Can you clean up my exports in {city}?",
-    "Где моя доставка iPhone?",
-    "Do you ship {thing} to {city}?",
 )
+"""What the memory hook learns from (one turn in five)."""
+RECALLS = ("What is my name?", "Which city do I live in?", "Где моя доставка iPhone?")
+"""Asked again and again: the FAQ cache and escalate answer these without the LLM."""
+QUESTIONS = (
+    "Where is my order ORD-{n:06d}? It was due on {day}.",
+    "Is item SKU-{n:06d} in stock in {city}?",
+    "Can you check invoice INV-{n:06d} from {day}?",
+    "Why was payment {n:06d} declined on {day}?",
+    "Can you clean up my exports for order ORD-{n:06d}?",
+    "How long does parcel P{n:06d} take to reach {city}?",
+    "Do you ship {thing} to {city} before {day}? Order ORD-{n:06d}.",
+)
+"""Shop questions with details that rarely repeat: these go to the LLM, tools and all."""
+EXTRA_WORDS = (
+    "gift wrap fragile weekend courier pickup locker invoice refund discount coupon warranty "
+    "size colour blue black large small express standard insured signature neighbour "
+    "doorbell office reception floor balcony garage parcel return exchange voucher"
+)
+EXTRAS = tuple(EXTRA_WORDS.split())
+"""Words a user adds (three per question), so two shop questions rarely look alike."""
+DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "1 March", "12 May")
 ANSWERS = (
     "Shipping to {city} takes 3 to 5 working days.",
     "Your order ORD-2024-{n:06d} is packed and ships tomorrow from Moscow.",
@@ -225,9 +239,15 @@ class Host:
             "name": rng.choice(NAMES),
             "city": rng.choice(CITIES),
             "thing": rng.choice(THINGS),
-            "n": rng.randrange(1000),
+            "n": rng.randrange(1_000_000),
+            "day": rng.choice(DAYS),
         }
-        question = rng.choice(QUESTIONS).format(**words)
+        extra = " ".join(rng.sample(EXTRAS, 3))
+        pick = rng.random()
+        asked = STATEMENTS if pick < 0.2 else RECALLS if pick < 0.3 else QUESTIONS
+        question = rng.choice(asked).format(**words)
+        if asked is QUESTIONS:
+            question += f" ({extra})"
         first = self.call(agent, "before_user_message", question, **scope)
         answer, tool_calls = first.answer, []
         self.counts["answered"] += answer is not None
