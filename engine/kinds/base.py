@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,23 +41,39 @@ class HookContext:
         return self.scope.key()
 
 
-class Memo:
-    """A small thread-safe in-process dict per hook: counters and flags by scope key."""
+MEMO_KEYS = 10_000
+"""Keys one hook's Memo keeps; the least recently used go first, so memory stays bounded
+however many users and sessions arrive (an evicted counter starts again from its default)."""
 
-    def __init__(self) -> None:
+
+class Memo:
+    """A small thread-safe in-process dict per hook: counters and flags by scope key, the
+    ``max_keys`` most recently used kept."""
+
+    def __init__(self, max_keys: int = MEMO_KEYS) -> None:
         self._lock = threading.Lock()
-        self._data: dict[str, Any] = {}
+        self._data: OrderedDict[str, Any] = OrderedDict()
+        self._max = max_keys
 
     def update(self, key: str, fn: Any, default: Any = None) -> Any:
         """Atomically replace ``data[key]`` by ``fn(old)`` and return the new value."""
         with self._lock:
             value = fn(self._data.get(key, default))
             self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self._max:
+                self._data.popitem(last=False)
             return value
 
     def get(self, key: str, default: Any = None) -> Any:
         with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
             return self._data.get(key, default)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._data)
 
     def pop(self, key: str, default: Any = None) -> Any:
         with self._lock:

@@ -70,3 +70,16 @@ def test_without_first_n_it_fires_every_time(
     assert all(agent.before_user_message("q", user_id="u").messages for _ in range(5))
     out = agent.before_user_message("q", user_id="u")
     assert out.notices == []
+
+
+def test_a_hooks_memo_keeps_the_most_recent_keys_so_memory_stays_bounded() -> None:
+    from engine.kinds.base import Memo
+
+    memo = Memo(max_keys=3)
+    for user in ("u1", "u2", "u3"):
+        memo.update(f"seen:user:{user}", lambda n: n + 1, 0)
+    memo.get("seen:user:u1")  # used again: kept over u2
+    memo.update("seen:user:u4", lambda n: n + 1, 0)
+    assert len(memo) == 3
+    assert memo.get("seen:user:u2") is None
+    assert memo.get("seen:user:u1") == 1 and memo.get("seen:user:u4") == 1
