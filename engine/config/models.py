@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from engine.errors import InputError
+from engine.errors import EventError, InputError
 from engine.points import Point, make_event
 from engine.policy import Mode, OnError
 
@@ -86,16 +86,18 @@ class HookTest(Strict):
         for point, fields in [*((s.point, s.event) for s in self.given), (self.point, self.event)]:
             try:
                 make_event(point, agent="test", time=self.time, scope=self.scope, **fields)
-            except (ValidationError, TypeError, InputError) as exc:
+            except (ValidationError, TypeError, InputError, EventError) as exc:
                 raise ValueError(f"event does not fit {point.value}: {_first_error(exc)}") from exc
         return self
 
 
 def _first_error(exc: Exception) -> str:
-    errors = getattr(exc, "errors", None)
-    if errors is None:
+    if isinstance(exc, EventError):
+        err = exc.errors[0]
+    elif isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+    else:
         return str(exc)
-    err = errors()[0]
     return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
 
 
