@@ -184,7 +184,9 @@ class EventError(EngineError):
     """
 
     def __init__(self, errors: list[dict[str, Any]]) -> None:
-        self.errors = [{"loc": list(e["loc"]), "msg": str(e["msg"])} for e in errors]
+        self.errors: list[dict[str, Any]] = [
+            {"loc": list(e["loc"]), "msg": str(e["msg"])} for e in errors
+        ]
         super().__init__("; ".join(f"{_loc(e['loc'])}: {e['msg']}" for e in self.errors))
 
 

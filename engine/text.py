@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
@@ -35,12 +36,26 @@ def stems(text: str) -> list[str]:
 
 def contains_phrase(text: str, phrase: str) -> bool:
     """Whether ``phrase`` occurs in ``text`` as whole words, any word forms (stems) matching."""
-    needle = stems(phrase)
-    if not needle:
-        return False
+    return bool(find_phrases(text, [phrase]))
+
+
+def find_phrases(text: str, phrases: Iterable[str]) -> list[str]:
+    """The ``phrases`` that occur in ``text`` as whole words, any word forms matching.
+
+    ``text`` is stemmed once and each phrase is tried only where its first stem occurs, so
+    the cost grows with the text's length, not with its length times the number of phrases.
+    """
     hay = stems(text)
-    n = len(needle)
-    return any(hay[i : i + n] == needle for i in range(len(hay) - n + 1))
+    starts: dict[str, list[int]] = {}
+    for i, word in enumerate(hay):
+        starts.setdefault(word, []).append(i)
+    found = []
+    for phrase in phrases:
+        needle = stems(phrase)
+        n = len(needle)
+        if needle and any(hay[i : i + n] == needle for i in starts.get(needle[0], ())):
+            found.append(phrase)
+    return found
 
 
 # Function words carry no topic: two questions sharing only "я", "the" or "is" are not alike.
@@ -61,9 +76,22 @@ def content_tokens(text: str) -> list[str]:
     return [w for w in tokens(text) if w not in _STOPWORDS]
 
 
-def terms(text: str) -> set[str]:
-    """The set of stems of ``text``'s topical words: what FAQ and memory lookups match on."""
-    return {stem(w) for w in content_tokens(text)}
+MAX_TERMS = 200
+"""Distinct terms of one text that lookups count: the first ones in the text. A question of
+100,000 characters then costs one pass to find them and a lookup of bounded size."""
+
+
+def terms(text: str, *, limit: int = MAX_TERMS) -> set[str]:
+    """The stems of ``text``'s topical words, the first ``limit`` distinct ones: what FAQ and
+    memory lookups match on. Words past them are not even stemmed."""
+    found: set[str] = set()
+    for match in _WORD.finditer(text.lower()):
+        word = match.group().replace("ё", "е")
+        if word not in _STOPWORDS:
+            found.add(stem(word))
+            if len(found) >= limit:
+                break
+    return found
 
 
 def dice(a: AbstractSet[str], b: AbstractSet[str]) -> float:

@@ -93,12 +93,12 @@ class HookTest(Strict):
 
 def _first_error(exc: Exception) -> str:
     if isinstance(exc, EventError):
-        err = exc.errors[0]
+        loc, msg = exc.errors[0]["loc"], exc.errors[0]["msg"]
     elif isinstance(exc, ValidationError):
-        err = exc.errors()[0]
+        loc, msg = list(exc.errors()[0]["loc"]), exc.errors()[0]["msg"]
     else:
         return str(exc)
-    return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+    return f"{'.'.join(str(p) for p in loc)}: {msg}"
 
 
 # -- hooks -----------------------------------------------------------------------------------
