@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
-from datetime import UTC, datetime
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -13,13 +12,13 @@ from engine.encoding import escape_text
 from engine.store.db import to_url
 from engine.store.faq import FaqTables
 from engine.store.memory import MemoryTables
-from engine.store.state import StateTables
 from engine.store.records import LossSummary, Record, RecordLoss, RecordQuery
 from engine.store.schema import (
     SCHEMA_VERSION,
     record_losses_table,
     records_table,
 )
+from engine.store.state import StateTables
 
 __all__ = ["SCHEMA_VERSION", "SqlStore", "to_url"]
 
