@@ -61,6 +61,10 @@ class HookTestStep(Strict):
     """The point to evaluate."""
     event: dict[str, Any] = Field(default_factory=dict)
     """The point's event fields (question, name, input, answer, ...)."""
+    scope: dict[str, str] = Field(default_factory=dict)
+    """Scope values of this step over the test's (e.g. another ``session_id``)."""
+    time: str | None = None
+    """This step's time (``host.now()``); the test's ``time`` when not given."""
 
 
 class HookTest(Strict):
@@ -83,9 +87,10 @@ class HookTest(Strict):
 
     @model_validator(mode="after")
     def _event_fits_point(self) -> HookTest:
-        for point, fields in [*((s.point, s.event) for s in self.given), (self.point, self.event)]:
+        steps = [(s.point, s.event, {**self.scope, **s.scope}) for s in self.given]
+        for point, fields, scope in [*steps, (self.point, self.event, self.scope)]:
             try:
-                make_event(point, agent="test", time=self.time, scope=self.scope, **fields)
+                make_event(point, agent="test", time=self.time, scope=scope, **fields)
             except (ValidationError, TypeError, InputError, EventError) as exc:
                 raise ValueError(f"event does not fit {point.value}: {_first_error(exc)}") from exc
         return self

@@ -70,7 +70,8 @@ class StateTables(Database):
                 if value is not None:
                     ttl = ttls.get(key)
                     expires = expiry(written, ttl) if ttl is not None else None
-                    row = {"hook": hook, "scope": scope, "key": key, "value": json.dumps(value)}
+                    row: dict[str, str | None] = {"hook": hook, "scope": scope, "key": key}
+                    row["value"] = json.dumps(value)
                     row |= {"written_at": written, "expires_at": expires}
                     conn.execute(t.insert().values(row))
 
