@@ -15,6 +15,7 @@ from engine import Engine
 from engine.boundary import MAX_EVENT_BYTES
 from engine.points import TEXT_CAPS, Point
 from engine.text import MAX_TERMS, find_phrases, terms
+from tests.conftest import REPO
 from tests.kinds.test_script_hook import body, inline_hook
 
 LANGS = ("py", "js")
@@ -126,3 +127,17 @@ def test_find_phrases_matches_word_forms_anywhere_in_one_pass(
     text: str, phrases: list[str], found: list[str]
 ) -> None:
     assert find_phrases(text, phrases) == found
+
+
+def test_the_caps_table_in_the_docs_matches_the_caps() -> None:
+    rows = [
+        line
+        for line in (REPO / "docs" / "points.md").read_text().splitlines()
+        if line.startswith("| `")
+    ]
+    for point, fields in TEXT_CAPS.items():
+        for name, cap in fields.items():
+            assert any(
+                row.startswith(f"| `{point.value}` |") and f"`{name}`" in row and f"{cap:,}" in row
+                for row in rows
+            ), (point, name, cap)
