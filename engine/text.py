@@ -42,20 +42,32 @@ def contains_phrase(text: str, phrase: str) -> bool:
 def find_phrases(text: str, phrases: Iterable[str]) -> list[str]:
     """The ``phrases`` that occur in ``text`` as whole words, any word forms matching.
 
-    ``text`` is stemmed once and each phrase is tried only where its first stem occurs, so
-    the cost grows with the text's length, not with its length times the number of phrases.
+    One pass over ``text``, whatever the number of phrases, and only the words that can start
+    a phrase are stemmed: a Snowball stem keeps its word's first letter (both stemmers only
+    change a word's ending), so a word whose first letter starts no phrase is skipped.
     """
-    hay = stems(text)
+    needles = [(phrase, stems(phrase)) for phrase in phrases]
+    needles = [(phrase, needle) for phrase, needle in needles if needle]
+    if not needles:
+        return []
+    words = tokens(text)
+    initials = {needle[0][0] for _, needle in needles}
     starts: dict[str, list[int]] = {}
-    for i, word in enumerate(hay):
-        starts.setdefault(word, []).append(i)
-    found = []
-    for phrase in phrases:
-        needle = stems(phrase)
-        n = len(needle)
-        if needle and any(hay[i : i + n] == needle for i in starts.get(needle[0], ())):
-            found.append(phrase)
-    return found
+    for i, word in enumerate(words):
+        if word[0] in initials:
+            starts.setdefault(stem(word), []).append(i)
+
+    def occurs_at(i: int, needle: list[str]) -> bool:
+        tail = words[i : i + len(needle)]
+        return len(tail) == len(needle) and all(
+            stem(w) == s for w, s in zip(tail, needle, strict=True)
+        )
+
+    return [
+        phrase
+        for phrase, needle in needles
+        if any(occurs_at(i, needle) for i in starts.get(needle[0], ()))
+    ]
 
 
 # Function words carry no topic: two questions sharing only "я", "the" or "is" are not alike.

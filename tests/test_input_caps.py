@@ -5,6 +5,7 @@ cap; structured data is cut with a marker; below the caps the built-in kinds cos
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from engine import Engine
 from engine.boundary import MAX_EVENT_BYTES
 from engine.points import TEXT_CAPS, Point
-from engine.text import MAX_TERMS, find_phrases, terms
+from engine.text import MAX_TERMS, find_phrases, stem, stems, terms, tokens
 from tests.conftest import REPO
 from tests.kinds.test_script_hook import body, inline_hook
 
@@ -141,3 +142,58 @@ def test_the_caps_table_in_the_docs_matches_the_caps() -> None:
                 row.startswith(f"| `{point.value}` |") and f"`{name}`" in row and f"{cap:,}" in row
                 for row in rows
             ), (point, name, cap)
+
+
+def test_a_stem_keeps_its_words_first_letter_which_find_phrases_relies_on() -> None:
+    rng = random.Random(7)
+    letters = "abcdefghijklmnopqrstuvwxyzабвгдежзийклмнопрстуфхцчшщъыьэюя0123456789"
+    words = [
+        "skis",
+        "skies",
+        "dying",
+        "lying",
+        "tying",
+        "idly",
+        "gently",
+        "ugly",
+        "early",
+        "only",
+        "news",
+        "yes",
+        "ies",
+        "ёлка",
+    ]
+    words += [
+        "".join(rng.choice(letters) for _ in range(rng.randint(1, 12))) for _ in range(20_000)
+    ]
+    for word in (w for text in words for w in tokens(text)):
+        assert stem(word)[:1] == word[:1], word
+
+
+def test_find_phrases_agrees_with_a_scan_of_every_position() -> None:
+    rng = random.Random(3)
+    vocabulary = [
+        "iphone",
+        "iphones",
+        "new",
+        "old",
+        "доставка",
+        "доставки",
+        "заказ",
+        "заказа",
+        "the",
+        "a",
+        "running",
+        "runs",
+    ]
+    for _ in range(300):
+        text = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 12)))
+        phrases = [" ".join(rng.sample(vocabulary, rng.randint(1, 3))) for _ in range(4)]
+        hay = stems(text)
+
+        def naive(phrase: str, hay: list[str] = hay) -> bool:
+            needle = stems(phrase)
+            n = len(needle)
+            return any(hay[i : i + n] == needle for i in range(len(hay) - n + 1))
+
+        assert find_phrases(text, phrases) == [p for p in phrases if naive(p)], (text, phrases)
