@@ -197,3 +197,20 @@ def test_find_phrases_agrees_with_a_scan_of_every_position() -> None:
             return any(hay[i : i + n] == needle for i in range(len(hay) - n + 1))
 
         assert find_phrases(text, phrases) == [p for p in phrases if naive(p)], (text, phrases)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_replay_refuses_a_recorded_oversized_question_again(engine: Engine, lang: str) -> None:
+    from engine.replay import Replayer
+
+    engine.agent(lang).before_user_message("w" * 100_001, user_id=f"replay-{lang}")
+    engine.agent(lang).before_user_message("fine", user_id=f"replay-{lang}")
+    engine.flush()
+    big, small = sorted(
+        engine.records(agent=lang, scope=f"user:replay-{lang}"),
+        key=lambda r: -len(r.event["question"]),
+    )
+    again = Replayer(engine).outcome(big)
+    assert again.blocked and again.input_error == big.outcome["input_error"]
+    assert [run.status for run in again.hooks] == ["skipped"]
+    assert Replayer(engine).outcome(small).input_error is None
