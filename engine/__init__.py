@@ -3,6 +3,7 @@
 from engine.errors import (
     ConfigError,
     EngineError,
+    EventError,
     PluginError,
     Problem,
     ScriptCompileError,
@@ -21,6 +22,7 @@ __all__ = [
     "ConfigError",
     "Engine",
     "EngineError",
+    "EventError",
     "Outcome",
     "PluginError",
     "Point",

@@ -10,6 +10,7 @@
     │   └── ScriptLimitError    time, memory, stack or output budget exceeded; worker died
     ├── PluginError             a change a point does not accept, an unknown point
     ├── InputError              the host's event is not JSON data; .problems by path
+    ├── EventError              the host called a point wrongly; .errors [{loc, msg}]
     └── StoreError              the store could not read or write
 
 Foreign exceptions (YAML, pydantic, RestrictedPython, QuickJS, SQLAlchemy) are translated
@@ -170,6 +171,27 @@ class InputError(EngineError):
         self.problems = list(problems)
         self.event: dict[str, Any] = event if event is not None else {}
         super().__init__("; ".join(self.problems) or "the event is not valid input")
+
+
+class EventError(EngineError):
+    """The host called a point wrongly: an unknown point, ``fields`` that are not a mapping, a
+    field missing, unknown or of the wrong type, a scope value that is not text.
+
+    ``errors`` lists each mistake as ``{"loc": [...], "msg": ...}``, ``loc`` the path of the
+    field (``["input"]``, ``["scope", "user_id"]``); the message names each as ``loc: msg``.
+    Unlike an ``InputError`` (the event's data), this is raised to the host: the call itself
+    is wrong and would be wrong every time.
+    """
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        self.errors: list[dict[str, Any]] = [
+            {"loc": list(e["loc"]), "msg": str(e["msg"])} for e in errors
+        ]
+        super().__init__("; ".join(f"{_loc(e['loc'])}: {e['msg']}" for e in self.errors))
+
+
+def _loc(loc: list[Any]) -> str:
+    return ".".join(str(part) for part in loc) or "event"
 
 
 class StoreError(EngineError):

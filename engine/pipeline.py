@@ -179,13 +179,17 @@ def fail_closed(point: Point, reason: str) -> Change:
     return Change(block=reason)
 
 
+REFUSED_PREFIX = "the event is not valid input: "
+"""How ``out.input_error`` of a refused event begins; the boundary's problems follow."""
+
+
 def refuse_event(
     pipeline: Pipeline, point: Point, error: InputError, services: Services
 ) -> Outcome:
     """The outcome of an event the boundary refused (engine/boundary.py): no hook runs, the
     point fails closed (``fail_closed``) naming the cause, and the refusal is recorded with
     the event as marked by the boundary. Never raises."""
-    cause = f"the event is not valid input: {error}"
+    cause = f"{REFUSED_PREFIX}{error}"
     log.warning("agent %s at %s: %s", pipeline.agent, point, cause)
     event = error.event
     runs = [_run_of(slot, "skipped", 0.0) for slot in pipeline.by_point[point]]

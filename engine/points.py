@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine.boundary import normalize_event
-from engine.errors import InputError, PluginError
+from engine.boundary import normalize_value
+from engine.errors import EventError, InputError, PluginError
 
 
 class Point(StrEnum):
@@ -166,28 +166,87 @@ ACCEPTED: dict[Point, frozenset[str]] = {
 """The change fields each point takes; any other field is a PluginError."""
 
 
+TEXT_CAPS: dict[Point, dict[str, int]] = {
+    Point.BEFORE_USER_MESSAGE: {"question": 100_000},
+    Point.TOOL_CALL: {"name": 200},
+    Point.TOOL_RESULT: {"name": 200},
+    Point.BEFORE_ASSISTANT_MESSAGE: {"question": 100_000, "answer": 200_000},
+    Point.AFTER_TURN: {"question": 100_000, "answer": 200_000},
+    Point.AFTER_LOOP: {"status": 200},
+}
+"""Characters a text field may hold. Past its cap the point is refused (its failure policy,
+as for any event the boundary refuses), naming the field and the cap: these are texts a person
+typed or a model wrote, and a cut question would be answered as if it were whole. Every other
+field is cut with a marker by the whole-event cap (``engine.boundary.MAX_EVENT_BYTES``)."""
+
+ID_CAP = 256
+"""Characters of an identifier the host passes: turn_id, call_id, time, each scope value."""
+_IDS = ("turn_id", "call_id", "time")
+_JSON_TYPES = (str, int, float, bool, type(None), dict, list, tuple)
+
+
 def make_event(point: Point, **fields: Any) -> dict[str, Any]:
-    """Normalise the host's fields for ``point`` (engine/boundary.py), validate them, and
-    return the event as JSON data.
+    """Check the host's fields for ``point``, normalise them (engine/boundary.py), validate
+    them, and return the event as JSON data.
 
     Raises:
-        InputError: a value is not JSON data, or a field does not fit the point's event;
-            each problem names its path (``event.input.data: bytes is not JSON``).
+        EventError: the call is wrong: a field missing, unknown or of the wrong type, an
+            identifier over ``ID_CAP``; ``errors`` names each by its ``loc``.
+        InputError: the event's data is refused: a value inside a field is not JSON data, or
+            a text is over its cap (``TEXT_CAPS``); each problem names its path
+            (``event.input.data: bytes is not JSON``).
     """
     scope = fields.get("scope")
     if isinstance(scope, Scope):
         fields["scope"] = dict(scope.__dict__)
-    raw = normalize_event({"point": point.value, **fields})
+    _check_fields(fields)
+    over = _over_caps(point, fields)
+    value, problems = normalize_value({"point": point.value, **fields}, "event")
+    raw: dict[str, Any] = value
     try:
         model = EVENTS[point].model_validate(raw)
     except ValidationError as exc:
-        problems = [
-            f"event.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        ]
-        raise InputError(problems, event=raw) from None
+        raise EventError(
+            [{"loc": list(err["loc"]), "msg": err["msg"]} for err in exc.errors()]
+        ) from None
+    if over or problems:
+        raise InputError(over + problems, event=raw)
     # a shallow dump: the fields are JSON values already (normalised), only the two models
     # inside need turning into data; this is on every evaluation's path
     event = dict(model.__dict__)
     event["point"] = point.value
     event["scope"] = dict(model.scope.__dict__)
     return event
+
+
+def _check_fields(fields: dict[str, Any]) -> None:
+    """EventError for what is wrong with the call itself: a field whose own value is not JSON
+    data (bytes as the question), an identifier that is not short text."""
+    errors: list[dict[str, Any]] = []
+    for name, value in fields.items():
+        if not isinstance(value, _JSON_TYPES):
+            errors.append({"loc": [name], "msg": f"{type(value).__name__} is not JSON data"})
+    scope = fields.get("scope")
+    ids = [([name], fields.get(name)) for name in _IDS]
+    if isinstance(scope, dict):
+        ids += [(["scope", str(k)], v) for k, v in scope.items()]
+    for loc, value in ids:
+        if isinstance(value, str) and len(value) > ID_CAP:
+            errors.append({"loc": loc, "msg": f"longer than {ID_CAP} characters"})
+    if errors:
+        raise EventError(errors)
+
+
+def _over_caps(point: Point, fields: dict[str, Any]) -> list[str]:
+    """The text fields over their cap (``TEXT_CAPS``), each replaced in ``fields`` by its head
+    and a marker, so the refused event is still small enough to record."""
+    problems = []
+    for name, cap in TEXT_CAPS.get(point, {}).items():
+        text = fields.get(name)
+        if isinstance(text, str) and len(text) > cap:
+            problems.append(
+                f"event.{name}: {len(text)} characters, over the cap of {cap} for {name} "
+                f"at {point.value}"
+            )
+            fields[name] = f"{text[:1000]}…[cut: {len(text) - 1000} more characters]"
+    return problems

@@ -18,7 +18,7 @@ from engine.boundary import normalize_event
 from engine.errors import EngineError, InputError
 from engine.kinds import Memo
 from engine.outcome import DECISION_FIELDS, Outcome
-from engine.pipeline import Services, evaluate, refuse_event
+from engine.pipeline import REFUSED_PREFIX, Services, evaluate, refuse_event
 from engine.points import Point
 from engine.runtime import Engine
 from engine.store import Record, RecordQuery, open_store
@@ -95,6 +95,13 @@ class Replayer:
         pipeline = self.engine.agent(record.agent).pipeline
         extras = {run.name: run.extras for run in record.hooks if run.extras}
         point = Point(record.point)
+        refused = record.outcome.get("input_error")
+        if isinstance(refused, str):  # refused when recorded (e.g. a text over its cap):
+            # the record holds only the cut event, so it is refused again, not re-decided
+            cause = refused.removeprefix(REFUSED_PREFIX)
+            return refuse_event(
+                pipeline, point, InputError([cause], event=record.event), self.services
+            )
         try:
             event = normalize_event(record.event)  # the host boundary's rule, as when recorded
         except InputError as exc:

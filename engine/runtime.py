@@ -17,12 +17,19 @@ from engine.config import ProjectConfig, load_project
 from engine.config.loader import AgentSpec, HookSpec
 from engine.config.models import EngineSettings
 from engine.config.scriptfile import without_tokens
-from engine.errors import ConfigError, EngineError, InputError, Problem, ScriptCompileError
+from engine.errors import (
+    ConfigError,
+    EngineError,
+    EventError,
+    InputError,
+    Problem,
+    ScriptCompileError,
+)
 from engine.kinds import BuildEnv, build_hook
 from engine.kinds.base import Memo
 from engine.outcome import Outcome
 from engine.pipeline import Pipeline, Services, Slot, evaluate, refuse_event
-from engine.points import Point, make_event
+from engine.points import Point, make_event, suggest
 from engine.records import RecordWriter
 from engine.store import Record, RecordQuery, Store, open_store
 
@@ -255,6 +262,60 @@ class Engine:
         self.close()
 
 
+_POINTS = frozenset(p.value for p in Point)
+_SET_BY_ENGINE = frozenset({"agent", "point", "scope", "time", "turn_id"})
+
+
+def check_call(
+    point: Any, fields: Any, scope: dict[str, Any], *, time: Any, turn_id: Any
+) -> tuple[Point, dict[str, Any]]:
+    """The point and the fields of a host's ``evaluate`` call; EventError naming each mistake
+    (the event's own fields are checked by ``make_event``)."""
+    found = Point(point) if isinstance(point, str) and point in _POINTS else None
+    errors = [] if found else [_unknown_point(point)]
+    if fields is None:
+        fields = {}
+    if not isinstance(fields, Mapping):
+        errors.append({"loc": ["fields"], "msg": f"must be a mapping, not {type(fields).__name__}"})
+        fields = {}
+    for key in fields:
+        if type(key) is not str:
+            errors.append({"loc": ["fields"], "msg": f"key {key!r} is not text"})
+        elif key in _SET_BY_ENGINE:
+            errors.append({"loc": [key], "msg": "is set by the engine or by an argument"})
+    errors += _text_errors({**scope, "time": time, "turn_id": turn_id})
+    if time is not None and not errors:
+        errors += _time_errors(time)
+    if errors:
+        raise EventError(errors)
+    assert found is not None
+    return found, dict(fields)
+
+
+def _unknown_point(point: Any) -> dict[str, Any]:
+    if type(point) is not str:
+        return {"loc": ["point"], "msg": f"must be a point name, not {type(point).__name__}"}
+    hint = suggest(point, [p.value for p in Point])
+    msg = f"unknown point {point[:100]!r}" + (f" (did you mean {hint!r}?)" if hint else "")
+    return {"loc": ["point"], "msg": msg}
+
+
+def _text_errors(values: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"loc": [name], "msg": f"must be text or None, not {type(value).__name__}"}
+        for name, value in values.items()
+        if value is not None and type(value) is not str
+    ]
+
+
+def _time_errors(time: str) -> list[dict[str, Any]]:
+    try:
+        datetime.fromisoformat(time)
+    except ValueError:
+        return [{"loc": ["time"], "msg": f"{time[:60]!r} is not an ISO-8601 time"}]
+    return []
+
+
 def _script_problem(spec: HookSpec, problem: Problem) -> Problem:
     """A script's compile problem, named by the script file (or the YAML for inline source)."""
     if spec.script_path is None:
@@ -292,19 +353,25 @@ class Agent:
     ) -> Outcome:
         """Evaluate any point with its event fields (the generic form of the methods below).
 
-        The event is normalised first (engine/boundary.py). An event the boundary refuses
-        (bytes, sets, non-text keys, fields that do not fit the point) is not raised: the
-        point fails closed and ``out.input_error`` names the cause.
+        The event is normalised first (engine/boundary.py). An event whose data the boundary
+        refuses (bytes or sets inside a field, a text over its cap: docs/points.md) is not
+        raised: the point fails by its failure policy and ``out.input_error`` names the cause.
+
+        Raises:
+            EventError: the call is wrong (``check_call``): an unknown point, ``fields`` not a
+                mapping of field names, a field missing, unknown or of the wrong type, a scope
+                value, ``time`` or ``turn_id`` that is not text (or ``time`` not ISO-8601).
         """
-        point = Point(point)
-        if turn_id is None and point is Point.BEFORE_USER_MESSAGE:
-            turn_id = uuid.uuid4().hex  # hosts pass it back to feedback and later points
         scope = {
             "user_id": user_id,
             "session_id": session_id,
             "template": template,
-            "process": process or self.engine.settings.process,
+            "process": process,
         }
+        point, fields = check_call(point, fields, scope, time=time, turn_id=turn_id)
+        scope["process"] = process or self.engine.settings.process
+        if turn_id is None and point is Point.BEFORE_USER_MESSAGE:
+            turn_id = uuid.uuid4().hex  # hosts pass it back to feedback and later points
         pipeline = self._take()  # one snapshot for the whole evaluation
         try:
             try:
@@ -314,7 +381,7 @@ class Agent:
                     scope=scope,
                     time=time or now_iso(),
                     turn_id=turn_id,
-                    **dict(fields or {}),
+                    **fields,
                 )
             except InputError as exc:  # refused at the boundary: the point fails closed
                 return refuse_event(pipeline, point, exc, self.engine.services)

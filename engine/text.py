@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
@@ -35,12 +36,38 @@ def stems(text: str) -> list[str]:
 
 def contains_phrase(text: str, phrase: str) -> bool:
     """Whether ``phrase`` occurs in ``text`` as whole words, any word forms (stems) matching."""
-    needle = stems(phrase)
-    if not needle:
-        return False
-    hay = stems(text)
-    n = len(needle)
-    return any(hay[i : i + n] == needle for i in range(len(hay) - n + 1))
+    return bool(find_phrases(text, [phrase]))
+
+
+def find_phrases(text: str, phrases: Iterable[str]) -> list[str]:
+    """The ``phrases`` that occur in ``text`` as whole words, any word forms matching.
+
+    One pass over ``text``, whatever the number of phrases, and only the words that can start
+    a phrase are stemmed: a Snowball stem keeps its word's first letter (both stemmers only
+    change a word's ending), so a word whose first letter starts no phrase is skipped.
+    """
+    needles = [(phrase, stems(phrase)) for phrase in phrases]
+    needles = [(phrase, needle) for phrase, needle in needles if needle]
+    if not needles:
+        return []
+    words = tokens(text)
+    initials = {needle[0][0] for _, needle in needles}
+    starts: dict[str, list[int]] = {}
+    for i, word in enumerate(words):
+        if word[0] in initials:
+            starts.setdefault(stem(word), []).append(i)
+
+    def occurs_at(i: int, needle: list[str]) -> bool:
+        tail = words[i : i + len(needle)]
+        return len(tail) == len(needle) and all(
+            stem(w) == s for w, s in zip(tail, needle, strict=True)
+        )
+
+    return [
+        phrase
+        for phrase, needle in needles
+        if any(occurs_at(i, needle) for i in starts.get(needle[0], ()))
+    ]
 
 
 # Function words carry no topic: two questions sharing only "я", "the" or "is" are not alike.
@@ -61,9 +88,22 @@ def content_tokens(text: str) -> list[str]:
     return [w for w in tokens(text) if w not in _STOPWORDS]
 
 
-def terms(text: str) -> set[str]:
-    """The set of stems of ``text``'s topical words: what FAQ and memory lookups match on."""
-    return {stem(w) for w in content_tokens(text)}
+MAX_TERMS = 200
+"""Distinct terms of one text that lookups count: the first ones in the text. A question of
+100,000 characters then costs one pass to find them and a lookup of bounded size."""
+
+
+def terms(text: str, *, limit: int = MAX_TERMS) -> set[str]:
+    """The stems of ``text``'s topical words, the first ``limit`` distinct ones: what FAQ and
+    memory lookups match on. Words past them are not even stemmed."""
+    found: set[str] = set()
+    for match in _WORD.finditer(text.lower()):
+        word = match.group().replace("ё", "е")
+        if word not in _STOPWORDS:
+            found.add(stem(word))
+            if len(found) >= limit:
+                break
+    return found
 
 
 def dice(a: AbstractSet[str], b: AbstractSet[str]) -> float:

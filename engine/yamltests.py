@@ -175,16 +175,32 @@ def run_case(case: Case, hook: Hook, store: Store) -> Result:
     services = Services(store, lambda a, h: memos.setdefault((a, h), Memo()), None)
     pipeline = Pipeline(TEST_AGENT, (Slot(_Enforced(hook), case.spec.layer),))
     for step in test.given:
-        evaluate(pipeline, step.point, _event(step.point, step.event, test), services)
+        event = _event(
+            step.point, step.event, test, scope={**test.scope, **step.scope}, time=step.time
+        )
+        evaluate(pipeline, step.point, event, services)
     out = evaluate(pipeline, test.point, _event(test.point, test.event, test), services)
     failures = check(test.expect, out)
     errors = [f"the hook failed: {run.error}" for run in out.hooks if run.error]
     return Result(case, failures + errors)
 
 
-def _event(point: Point, fields: dict[str, Any], test: HookTest) -> dict[str, Any]:
+def _event(
+    point: Point,
+    fields: dict[str, Any],
+    test: HookTest,
+    *,
+    scope: dict[str, str] | None = None,
+    time: str | None = None,
+) -> dict[str, Any]:
     fields = {"turn_id": "test-turn", **fields}
-    return make_event(point, agent=TEST_AGENT, scope=test.scope, time=test.time, **fields)
+    return make_event(
+        point,
+        agent=TEST_AGENT,
+        scope=test.scope if scope is None else scope,
+        time=time or test.time,
+        **fields,
+    )
 
 
 # -- checking ----------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from engine.boundary import (
     normalize_event,
     normalize_value,
 )
-from engine.errors import InputError
+from engine.errors import EventError, InputError
 from engine.pipeline import WITHHELD_ANSWER
 from engine.points import Point, make_event
 from engine.runtime import Engine
@@ -162,9 +162,9 @@ def test_the_cap_leaves_room_for_state_and_config_in_a_worker_request() -> None:
 
 
 def test_make_event_refuses_fields_that_do_not_fit_the_point_naming_them() -> None:
-    with pytest.raises(InputError) as info:
+    with pytest.raises(EventError) as wrong:
         make_event(Point.FEEDBACK, agent="a", time="t", rating="meh")
-    assert "event.rating" in str(info.value)
+    assert wrong.value.errors[0]["loc"] == ["rating"] and "rating" in str(wrong.value)
     with pytest.raises(InputError) as info:
         make_event(Point.TOOL_CALL, agent="a", time="t", name="x", input={1: 2})
     assert "event.input: a key of type int is not JSON" in str(info.value)
@@ -430,16 +430,26 @@ def test_a_refused_event_fails_each_point_closed(engine: Engine) -> None:
     result = agent.tool_result("read", {"k": b"x"}, f"the key is {SECRET}")
     assert result.blocked and result.result.startswith("[result withheld: ")
     assert SECRET not in json.dumps(result.to_dict())
-    answer = agent.before_assistant_message("q", {"answer": {1, 2}})  # type: ignore[arg-type]
+    answer = agent.before_assistant_message("q", "a" * 200_001)
     assert answer.blocked and answer.answer == WITHHELD_ANSWER
-    user = agent.before_user_message(b"hi")  # type: ignore[arg-type]
+    user = agent.before_user_message("q" * 100_001)
     assert user.blocked and "event.question" in (user.reason or "")
     call = agent.before_call("i", tools=[{"name": "t", "enum": {1}}])
     assert call.blocked and "event.tools[0].enum: set is not JSON" in (call.reason or "")
     after = agent.after_turn("q", "a", tool_calls=[{"x": {1}}])
     assert not after.blocked and "event.tool_calls[0].x" in (after.input_error or "")
-    feedback = agent.evaluate("feedback", {"rating": "meh"}, turn_id="t1")
-    assert not feedback.blocked and "event.rating" in (feedback.input_error or "")
+
+
+def test_a_field_of_the_wrong_type_is_raised_to_the_host_not_refused(engine: Engine) -> None:
+    agent = engine.agent("redact_py")
+    for call, loc in [
+        (lambda: agent.before_user_message(b"hi"), ["question"]),  # type: ignore[arg-type]
+        (lambda: agent.before_assistant_message("q", {"answer": {1, 2}}), ["answer"]),  # type: ignore[arg-type]
+        (lambda: agent.evaluate("feedback", {"rating": "meh"}, turn_id="t1"), ["rating"]),
+    ]:
+        with pytest.raises(EventError) as info:
+            call()
+        assert info.value.errors[0]["loc"] == loc
 
 
 def test_replay_normalises_recorded_events_by_the_same_rule(engine: Engine, tmp_path: Path) -> None:

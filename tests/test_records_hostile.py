@@ -173,7 +173,7 @@ def hostile_events(engine: Engine) -> dict[str, Outcome]:
         "ten_mb": plain.tool_call("t", {"blob": "x" * TEN_MB}, user_id="attacker"),
         "nan": plain.tool_result("t", {}, {"v": float("nan"), "w": float("-inf")}),
         "huge_int": plain.tool_call("t", {"n": 1 << 100_000}, user_id="attacker"),
-        "long_scope": plain.tool_call("t", {}, user_id="u" * 1000),
+        "long_scope": plain.tool_call("t", {}, user_id="u" * 256),  # the cap: ID_CAP
     }
 
 
@@ -218,8 +218,8 @@ def test_each_hostile_value_is_stored_with_its_marker(engine: Engine) -> None:
     assert blob.endswith(" characters]") and "[truncated: " in blob and len(blob) < 70_000
     assert event("nan")["result"] == {"v": None, "w": None}
     assert "an integer of 100001 bits" in event("huge_int")["input"]["n"]
-    # wider than the indexed column (PostgreSQL enforces it): cut there, whole in the data
-    assert stored[bad["long_scope"].id].scope_key == "user:" + "u" * 1000
+    # the longest scope value the host may pass (a longer one is an EventError) fits whole
+    assert stored[bad["long_scope"].id].scope_key == "user:" + "u" * 256
     exact_health(engine, written=len(bad), dropped={})
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine import Engine, EngineError
+from engine.errors import EventError
 from tests.conftest import REPO
 
 FILES = {
@@ -48,15 +49,17 @@ def test_outcomes_are_typed_per_point(
     assert f.turn_id == out.turn_id
 
 
-def test_bad_event_fields_are_refused(
+def test_bad_event_fields_are_raised_as_event_errors(
     project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
 ) -> None:
     agent = load(project(FILES)).agent("a")
-    out = agent.feedback("t1", "meh")  # refused at the boundary, not raised to the host
-    assert out.input_error is not None and "event.rating" in out.input_error
-    assert out.hooks == [] and not out.blocked
-    blocked = agent.evaluate("tool_call", {"name": 5})
-    assert blocked.blocked and "event.name" in (blocked.reason or "")
+    with pytest.raises(EventError) as info:
+        agent.feedback("t1", "meh")  # a mistake of the host's call: raised, no hook runs
+    assert info.value.errors[0]["loc"] == ["rating"]
+    with pytest.raises(EventError, match="name: Input should be a valid string"):
+        agent.evaluate("tool_call", {"name": 5})
+    refused = agent.tool_call("shell", {"data": b"x"})  # the event's data: refused, not raised
+    assert refused.blocked and "event.input.data" in (refused.input_error or "")
 
 
 def test_async_forms(

@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from engine.errors import InputError
+from engine.errors import EventError, InputError
 from engine.points import Point, make_event
 from engine.policy import Mode, OnError
 
@@ -61,6 +61,10 @@ class HookTestStep(Strict):
     """The point to evaluate."""
     event: dict[str, Any] = Field(default_factory=dict)
     """The point's event fields (question, name, input, answer, ...)."""
+    scope: dict[str, str] = Field(default_factory=dict)
+    """Scope values of this step over the test's (e.g. another ``session_id``)."""
+    time: str | None = None
+    """This step's time (``host.now()``); the test's ``time`` when not given."""
 
 
 class HookTest(Strict):
@@ -83,20 +87,23 @@ class HookTest(Strict):
 
     @model_validator(mode="after")
     def _event_fits_point(self) -> HookTest:
-        for point, fields in [*((s.point, s.event) for s in self.given), (self.point, self.event)]:
+        steps = [(s.point, s.event, {**self.scope, **s.scope}) for s in self.given]
+        for point, fields, scope in [*steps, (self.point, self.event, self.scope)]:
             try:
-                make_event(point, agent="test", time=self.time, scope=self.scope, **fields)
-            except (ValidationError, TypeError, InputError) as exc:
+                make_event(point, agent="test", time=self.time, scope=scope, **fields)
+            except (ValidationError, TypeError, InputError, EventError) as exc:
                 raise ValueError(f"event does not fit {point.value}: {_first_error(exc)}") from exc
         return self
 
 
 def _first_error(exc: Exception) -> str:
-    errors = getattr(exc, "errors", None)
-    if errors is None:
+    if isinstance(exc, EventError):
+        loc, msg = exc.errors[0]["loc"], exc.errors[0]["msg"]
+    elif isinstance(exc, ValidationError):
+        loc, msg = list(exc.errors()[0]["loc"]), exc.errors()[0]["msg"]
+    else:
         return str(exc)
-    err = errors()[0]
-    return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+    return f"{'.'.join(str(p) for p in loc)}: {msg}"
 
 
 # -- hooks -----------------------------------------------------------------------------------

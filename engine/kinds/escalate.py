@@ -13,7 +13,7 @@ from engine.points import Point
 
 if TYPE_CHECKING:
     from engine.kinds import BuildEnv
-from engine.text import contains_phrase
+from engine.text import find_phrases
 
 
 @dataclass
@@ -30,7 +30,7 @@ class EscalateHook(SpecHook):
         return self._on_answer(event["answer"], ctx)
 
     def is_off_topic(self, question: str) -> bool:
-        return any(contains_phrase(question, k) for k in self.config.off_topic_keywords)
+        return bool(find_phrases(question, self.config.off_topic_keywords))
 
     def did_not_help(self, answer: str) -> bool:
         text = answer.casefold()

@@ -48,7 +48,11 @@ class ScriptHook(SpecHook):
 
     def run(self, point: Point, event: dict[str, Any], ctx: HookContext) -> Change:
         state_key = f"{ctx.agent}:{self.name}"
-        state = ctx.store.state_load(state_key, ctx.scope_key) if self.uses_state else {}
+        state = (
+            ctx.store.state_load(state_key, ctx.scope_key, now=event.get("time"))
+            if self.uses_state
+            else {}
+        )
         try:
             # The pool sends the event as JSON: the script gets a copy, never a host object.
             result = self.pool.call(
@@ -66,8 +70,16 @@ class ScriptHook(SpecHook):
         ctx.events.extend(result.emits)
         change = parse_change(point, result.value, hook=self.name, event=event)
         if result.state_writes:
-            ctx.store.state_save(state_key, ctx.scope_key, result.state_writes)
+            ctx.store.state_save(
+                state_key,
+                ctx.scope_key,
+                result.state_writes,
+                ttls=result.state_ttls,
+                time=event.get("time"),
+            )
             ctx.extras["state_writes"] = result.state_writes
+            if result.state_ttls:
+                ctx.extras["state_ttls"] = result.state_ttls
         return change
 
     def _script_of(self, agent: str) -> CompiledScript:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import operator
 import re
 import sys
@@ -226,15 +227,28 @@ def guarded_getattr(budget: Budget, obj: Any, name: str, *default: Any) -> Any:
     return value
 
 
-class HostState:
-    """host.state: read-your-writes view of the scope's state snapshot; writes come back."""
+MAX_STATE_TTL_S = 315_360_000
+"""The longest TTL of a host.state key: ten years (host.js has the same number)."""
 
-    __slots__ = ("_limits", "_snapshot", "_writes")
+
+class HostState:
+    """host.state: read-your-writes view of the scope's state snapshot; writes come back.
+
+    The snapshot holds only keys alive at the event's time (the store leaves out expired
+    ones), so an expired key reads as None and does not count against ``max_state_keys``.
+    """
+
+    __slots__ = ("_limits", "_snapshot", "_ttls", "_writes")
 
     def __init__(
-        self, snapshot: dict[str, Any], writes: dict[str, Any], limits: dict[str, int]
+        self,
+        snapshot: dict[str, Any],
+        writes: dict[str, Any],
+        limits: dict[str, int],
+        ttls: dict[str, float],
     ) -> None:
         self._snapshot, self._writes, self._limits = snapshot, writes, limits
+        self._ttls = ttls
 
     def __repr__(self) -> str:
         return "<host.state>"
@@ -255,8 +269,10 @@ class HostState:
             return None
         return json.loads(json.dumps(self._writes.get(key, self._snapshot.get(key))))
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: Any, ttl_s: float | None = None) -> None:
         self._key(key)
+        if ttl_s is not None:
+            _check_ttl(ttl_s)
         limits = self._limits
         copy = _plain_copy(
             "host.state.set: value", value, limits["max_depth"], limits["max_state_value_bytes"]
@@ -266,6 +282,18 @@ class HostState:
             if live >= limits["max_state_keys"]:
                 raise TypeError(f"host.state.set: more than {limits['max_state_keys']} keys")
         self._writes[key] = copy
+        if ttl_s is None or copy is None:
+            self._ttls.pop(key, None)  # a write without a TTL keeps the key for good
+        else:
+            self._ttls[key] = float(ttl_s)
+
+
+def _check_ttl(ttl_s: Any) -> None:
+    number = type(ttl_s) in (int, float) and math.isfinite(ttl_s)
+    if not (number and 0 < ttl_s <= MAX_STATE_TTL_S):
+        raise TypeError(
+            f"host.state.set: ttl_s must be a number of seconds > 0 and <= {MAX_STATE_TTL_S}"
+        )
 
 
 class Host:
@@ -278,7 +306,7 @@ class Host:
     ) -> None:
         self._event, self._limits, self._out, self._regex = req["event"], req["limits"], out, regex
         self.config = req["config"]
-        self.state = HostState(req["state"], out["state_writes"], req["limits"])
+        self.state = HostState(req["state"], out["state_writes"], req["limits"], out["state_ttls"])
 
     def __repr__(self) -> str:
         return "<host>"

@@ -124,3 +124,5 @@ class CallResult:
     state_writes: dict[str, Any]
     """Keys the script set (``None`` means deleted); persist them only on success."""
     duration_ms: float
+    state_ttls: dict[str, float] = field(default_factory=dict)
+    """Of ``state_writes``, the keys set with a TTL: seconds after the event's time."""

@@ -121,7 +121,13 @@ class PythonRuntime:
             cached = self._cache(script["key"], code, script["filename"])
         code, filename = cached
         budget = Budget(limits, timeout_ms=limits["timeout_ms"])
-        out: dict[str, Any] = {"logs": [], "dropped_logs": 0, "emits": [], "state_writes": {}}
+        out: dict[str, Any] = {
+            "logs": [],
+            "dropped_logs": 0,
+            "emits": [],
+            "state_writes": {},
+            "state_ttls": {},
+        }
         host = Host(req, out, lambda op: self._host_regex(op, budget=budget, limits=limits))
         env = self._globals(budget, limits)
         result: list[Any] = []

@@ -77,5 +77,6 @@ def finish(
         "logs": logs,
         "emits": out["emits"],
         "state_writes": out["state_writes"],
+        "state_ttls": out["state_ttls"],
         "duration_ms": duration_ms,
     }

@@ -261,11 +261,14 @@ def _raise_failure(answer: dict[str, Any], language: Language) -> None:
 
 def _result(answer: dict[str, Any], language: Language) -> CallResult:
     value, logs, emits, writes = (answer.get(k) for k in ("value", "logs", "emits", "state_writes"))
+    ttls = answer.get("state_ttls")
     if not (
         (value is None or type(value) is dict)
         and type(logs) is list
         and type(emits) is list
         and type(writes) is dict
+        and type(ttls) is dict
+        and all(type(t) in (int, float) and k in writes for k, t in ttls.items())
         and all(type(x) is str for x in logs)
         and all(type(e) is dict for e in emits)
     ):
@@ -279,6 +282,7 @@ def _result(answer: dict[str, Any], language: Language) -> CallResult:
         emits=emits,
         state_writes=writes,
         duration_ms=float(duration) if isinstance(duration, (int, float)) else 0.0,
+        state_ttls={k: float(t) for k, t in ttls.items()},
     )
 
 
@@ -346,7 +350,7 @@ def _answer_cap(limits: Limits) -> int:
         + limits.max_log_lines * (limits.max_log_chars + 8) * escaped
         + limits.max_emits * limits.max_emit_bytes * escaped
         + limits.max_state_keys
-        * (limits.max_state_value_bytes + limits.max_state_key_chars)
+        * (limits.max_state_value_bytes + 2 * limits.max_state_key_chars + 32)
         * escaped
         + 65_536
     )

@@ -36,7 +36,9 @@ class Store(Protocol):
         ...
 
     def prune_records(self, keep: int) -> int:
-        """Delete all but the newest ``keep`` records; return how many went."""
+        """Delete all but the newest ``keep`` records; return how many went. The same job
+        deletes script state that expired, and state not written since the oldest record
+        kept (when records were pruned): state lives as long as the records around it."""
         ...
 
     def add_record_loss(self, loss: RecordLoss) -> None:
@@ -47,12 +49,23 @@ class Store(Protocol):
         """The loss ledger: losses per cause, the newest error and its time."""
         ...
 
-    def state_load(self, hook: str, scope: str) -> dict[str, Any]:
-        """The JSON state of one hook in one scope (empty if none)."""
+    def state_load(self, hook: str, scope: str, *, now: str | None = None) -> dict[str, Any]:
+        """The JSON state of one hook in one scope (empty if none); keys that expired at or
+        before ``now`` (the event's ISO-8601 time) are left out."""
         ...
 
-    def state_save(self, hook: str, scope: str, writes: dict[str, Any]) -> None:
-        """Apply writes to one hook's state in one scope (``None`` deletes a key), atomically."""
+    def state_save(
+        self,
+        hook: str,
+        scope: str,
+        writes: dict[str, Any],
+        *,
+        ttls: dict[str, float] | None = None,
+        time: str | None = None,
+    ) -> None:
+        """Apply writes to one hook's state in one scope (``None`` deletes a key), atomically.
+        Each row notes ``time`` (the event's) as written; a key in ``ttls`` expires that many
+        seconds after ``time``, any other key written here never expires."""
         ...
 
     # -- FAQ pairs -------------------------------------------------------------------------

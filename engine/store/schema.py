@@ -7,11 +7,14 @@ engine is refused rather than misread.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import UTC, datetime
+
 import sqlalchemy as sa
 
 from engine.errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = sa.MetaData()
 
@@ -44,6 +47,11 @@ state_table = sa.Table(
     sa.Column("scope", sa.String(300), primary_key=True),
     sa.Column("key", sa.String(200), primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
+    # version 4: when the row was last written and when it expires (event times, UTC ISO-8601)
+    sa.Column("written_at", sa.String(40)),
+    sa.Column("expires_at", sa.String(40)),
+    sa.Index("ix_script_state_written", "written_at"),
+    sa.Index("ix_script_state_expires", "expires_at"),
 )
 
 # -- version 2: FAQ pairs and memory -----------------------------------------------------------
@@ -161,8 +169,27 @@ MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
         recalls_table,
     ),
     3: (record_losses_table,),
+    4: (),
 }
 """The tables each schema version added, in creation order."""
+
+
+def _add_state_times(conn: sa.Connection) -> None:
+    """Version 4: script state rows carry ``written_at`` and ``expires_at``. Rows of an older
+    store count as written at the upgrade, so their first retention window starts then."""
+    t = state_table
+    have = {c["name"] for c in sa.inspect(conn).get_columns(t.name)}
+    for column in (t.c.written_at, t.c.expires_at):
+        if column.name not in have:
+            conn.execute(sa.text(f"ALTER TABLE {t.name} ADD COLUMN {column.name} VARCHAR(40)"))
+    now = datetime.now(UTC).isoformat(timespec="microseconds")
+    conn.execute(t.update().where(t.c.written_at.is_(None)).values(written_at=now))
+    for index in t.indexes:
+        index.create(conn, checkfirst=True)
+
+
+UPGRADES: dict[int, Callable[[sa.Connection], None]] = {4: _add_state_times}
+"""Changes to existing tables a version made, run after its new tables are created."""
 
 
 def migrate(conn: sa.Connection, *, shown: str) -> int:
@@ -184,6 +211,8 @@ def migrate(conn: sa.Connection, *, shown: str) -> int:
     for version in range(found + 1, SCHEMA_VERSION + 1):
         for table in MIGRATIONS[version]:
             table.create(conn, checkfirst=True)
+        if found and version in UPGRADES:  # a new store has every column already
+            UPGRADES[version](conn)
     if found == 0:
         conn.execute(meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
     elif found < SCHEMA_VERSION:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -17,8 +17,8 @@ from engine.store.schema import (
     SCHEMA_VERSION,
     record_losses_table,
     records_table,
-    state_table,
 )
+from engine.store.state import StateTables
 
 __all__ = ["SCHEMA_VERSION", "SqlStore", "to_url"]
 
@@ -28,7 +28,7 @@ def _width(column: sa.Column[Any]) -> int | None:
     return getattr(column.type, "length", None)
 
 
-class SqlStore(FaqTables, MemoryTables):
+class SqlStore(FaqTables, MemoryTables, StateTables):
     """The engine's store on one database. Thread-safe; several processes may share it."""
 
     # -- records ---------------------------------------------------------------------------
@@ -80,15 +80,20 @@ class SqlStore(FaqTables, MemoryTables):
         return [Record.model_validate_json(row[0]) for row in rows]
 
     def prune_records(self, keep: int) -> int:
+        """Keep the newest ``keep`` records; in the same transaction, drop script state that
+        expired (by the wall clock) or was not written since the oldest record kept."""
         t = records_table
 
         def prune(conn: sa.Connection) -> int:
             cutoff = conn.execute(
                 sa.select(t.c.seq).order_by(t.c.seq.desc()).offset(keep).limit(1)
             ).scalar()
-            if cutoff is None:
-                return 0
-            return conn.execute(t.delete().where(t.c.seq <= cutoff)).rowcount
+            gone = 0
+            if cutoff is not None:
+                gone = int(conn.execute(t.delete().where(t.c.seq <= cutoff)).rowcount)
+            oldest = conn.execute(sa.select(sa.func.min(t.c.time))).scalar() if gone else None
+            self.prune_state(conn, now=datetime.now(UTC).isoformat(), before=oldest)
+            return gone
 
         return int(self._write(prune))
 
@@ -112,27 +117,3 @@ class SqlStore(FaqTables, MemoryTables):
             return LossSummary(dropped, str(last.error), str(last.time))
 
         return self._read(read)
-
-    # -- script state ----------------------------------------------------------------------
-
-    def state_load(self, hook: str, scope: str) -> dict[str, Any]:
-        t = state_table
-        stmt = sa.select(t.c.key, t.c.value).where(t.c.hook == hook, t.c.scope == scope)
-        rows = self._read(lambda conn: conn.execute(stmt).all())
-        return {str(key): json.loads(str(value)) for key, value in rows}
-
-    def state_save(self, hook: str, scope: str, writes: dict[str, Any]) -> None:
-        if not writes:
-            return
-        t = state_table
-
-        def save(conn: sa.Connection) -> None:
-            for key, value in writes.items():
-                where = (t.c.hook == hook) & (t.c.scope == scope) & (t.c.key == key)
-                conn.execute(t.delete().where(where))
-                if value is not None:
-                    conn.execute(
-                        t.insert().values(hook=hook, scope=scope, key=key, value=json.dumps(value))
-                    )
-
-        self._write(save)

@@ -25,6 +25,7 @@ class Returns:
     logs: list[str] | None = None
     emits: list[dict[str, Any]] | None = None
     writes: dict[str, Any] | None = None
+    ttls: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -369,6 +370,85 @@ CASES: list[Case] = [
         'host.state.set("a", 1)\n    try:\n        host.state.set("b", float("nan"))\n    except Exception:\n        pass',
         'host.state.set("a", 1); try { host.state.set("b", NaN); } catch (e) {}',
         Returns(None, writes={"a": 1}),
+    ),
+    # --- host.state TTL: (key, value, ttl_s=N) in Python, (key, value, {ttl_s: N}) in JS
+    case(
+        "state_ttl_comes_back_with_the_write",
+        'host.state.set("w", [1], ttl_s=60)\n    host.state.set("k", 2)',
+        'host.state.set("w", [1], {ttl_s: 60}); host.state.set("k", 2);',
+        Returns(None, writes={"w": [1], "k": 2}, ttls={"w": 60.0}),
+    ),
+    case(
+        "state_ttl_fraction_of_a_second",
+        'host.state.set("w", 1, ttl_s=0.5)',
+        'host.state.set("w", 1, {ttl_s: 0.5});',
+        Returns(None, writes={"w": 1}, ttls={"w": 0.5}),
+    ),
+    case(
+        "state_set_again_without_ttl_keeps_the_key",
+        'host.state.set("w", 1, ttl_s=60)\n    host.state.set("w", 2)',
+        'host.state.set("w", 1, {ttl_s: 60}); host.state.set("w", 2);',
+        Returns(None, writes={"w": 2}, ttls={}),
+    ),
+    case(
+        "state_delete_drops_the_ttl",
+        'host.state.set("w", 1, ttl_s=60)\n    host.state.set("w", None, ttl_s=5)',
+        'host.state.set("w", 1, {ttl_s: 60}); host.state.set("w", null, {ttl_s: 5});',
+        Returns(None, writes={"w": None}, ttls={}),
+    ),
+    case(
+        "state_ttl_none_means_no_ttl",
+        'host.state.set("w", 1, ttl_s=None)',
+        'host.state.set("w", 1, {ttl_s: null});',
+        Returns(None, writes={"w": 1}, ttls={}),
+    ),
+    case(
+        "state_ttl_zero_is_refused",
+        'host.state.set("w", 1, ttl_s=0)',
+        'host.state.set("w", 1, {ttl_s: 0});',
+        Fails(RUNTIME, "error"),
+    ),
+    case(
+        "state_ttl_negative_is_refused",
+        'host.state.set("w", 1, ttl_s=-5)',
+        'host.state.set("w", 1, {ttl_s: -5});',
+        Fails(RUNTIME, "error"),
+    ),
+    case(
+        "state_ttl_not_a_number_is_refused",
+        'host.state.set("w", 1, ttl_s="60")',
+        'host.state.set("w", 1, {ttl_s: "60"});',
+        Fails(RUNTIME, "error"),
+    ),
+    case(
+        "state_ttl_bool_is_refused",
+        'host.state.set("w", 1, ttl_s=True)',
+        'host.state.set("w", 1, {ttl_s: true});',
+        Fails(RUNTIME, "error"),
+    ),
+    case(
+        "state_ttl_infinite_is_refused",
+        'host.state.set("w", 1, ttl_s=float("inf"))',
+        'host.state.set("w", 1, {ttl_s: Infinity});',
+        Fails(RUNTIME, "error"),
+    ),
+    case(
+        "state_ttl_over_ten_years_is_refused",
+        'host.state.set("w", 1, ttl_s=315360001)',
+        'host.state.set("w", 1, {ttl_s: 315360001});',
+        Fails(RUNTIME, "error"),
+    ),
+    case(
+        "state_ttl_unknown_option_is_refused",
+        'host.state.set("w", 1, ttl=60)',
+        'host.state.set("w", 1, {ttl: 60});',
+        Fails(RUNTIME, "error"),
+    ),
+    case(
+        "state_ttl_refused_writes_nothing",
+        'try:\n        host.state.set("w", 1, ttl_s=-1)\n    except Exception:\n        pass\n    return {"w": host.state.get("w")}',
+        'try { host.state.set("w", 1, {ttl_s: -1}); } catch (e) {} return {w: host.state.get("w")};',
+        Returns({"w": None}, writes={}, ttls={}),
     ),
     # --- host.match / host.redact
     case(

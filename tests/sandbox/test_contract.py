@@ -43,6 +43,8 @@ def test_call_contract(pool: WorkerPool, c: Case, language: Language) -> None:
             assert result.emits == expect.emits
         if expect.writes is not None:
             assert result.state_writes == expect.writes
+        if expect.ttls is not None:
+            assert result.state_ttls == expect.ttls
         return
     assert isinstance(expect, Fails)
     with pytest.raises(ERRORS[expect.error]) as info:

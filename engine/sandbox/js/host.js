@@ -5,6 +5,7 @@
   var parse = JSON.parse, stringify = JSON.stringify, isArray = Array.isArray;
   var hasOwn = Object.prototype.hasOwnProperty, fail = h.fail, regex = null;
   var EMIT_TYPES = ["status", "message", "citation"];
+  var MAX_STATE_TTL_S = 315360000; /* ten years: guards.MAX_STATE_TTL_S */
 
   function checkText(where, name, v, max) {
     if (typeof v !== "string") { fail(where, name + " must be a string"); }
@@ -17,8 +18,21 @@
 
   function reset() { if (regex !== null) { regex.reset(); } }
 
+  function ttlOf(opts) {
+    if (opts === undefined || opts === null) { return null; }
+    if (typeof opts !== "object" || isArray(opts)) { fail("host.state.set", "options must be an object {ttl_s}"); }
+    var keys = Object.keys(opts);
+    if (keys.length !== 1 || keys[0] !== "ttl_s") { fail("host.state.set", "options take only ttl_s"); }
+    var t = opts.ttl_s;
+    if (t === null || t === undefined) { return null; }
+    if (typeof t !== "number" || !isFinite(t) || !(t > 0 && t <= MAX_STATE_TTL_S)) {
+      fail("host.state.set", "ttl_s must be a number of seconds > 0 and <= " + MAX_STATE_TTL_S);
+    }
+    return t;
+  }
+
   function makeApi(req, out) {
-    var L = req.limits, state = req.state, writes = out.state_writes;
+    var L = req.limits, state = req.state, writes = out.state_writes, ttls = out.state_ttls;
     function key(k) {
       checkText("host.state", "key", k, L.max_state_key_chars);
       if (k.length === 0) { fail("host.state", "key must not be empty"); }
@@ -71,12 +85,15 @@
         key(k);
         return live(k) ? parse(stringify(hasOwn.call(writes, k) ? writes[k] : state[k])) : null;
       },
-      set: function set(k, value) {
+      set: function set(k, value, opts) {
         key(k);
+        var ttl = ttlOf(opts);
         if (value === undefined) { fail("host.state.set", "value must be JSON (null deletes)"); }
         var v = parse(h.toJSON(value, L.max_depth, L.max_state_value_bytes, "host.state.set: value"));
         if (v !== null && !live(k) && count() >= L.max_state_keys) { fail("host.state.set", "more than " + L.max_state_keys + " keys"); }
         Object.defineProperty(writes, k, { value: v, enumerable: true, writable: true, configurable: true });
+        if (ttl === null || v === null) { delete ttls[k]; }
+        else { Object.defineProperty(ttls, k, { value: ttl, enumerable: true, writable: true, configurable: true }); }
         return null;
       }
     };

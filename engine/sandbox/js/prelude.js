@@ -128,7 +128,7 @@ globalThis.__he = (function (g) {
      forwards it); on failure a description of the error for the worker to classify. */
   function call(line, limitsJSON) {
     var req = parse(line), L = limitsOf(limitsJSON), value;
-    var out = { logs: [], dropped_logs: 0, emits: [], state_writes: {} };
+    var out = { logs: [], dropped_logs: 0, emits: [], state_writes: {}, state_ttls: {} };
     req.limits = L;
     impl = null;
     freshPatterns();
@@ -152,7 +152,7 @@ globalThis.__he = (function (g) {
     }
     if (out.dropped_logs) { out.logs.push("[" + out.dropped_logs + " more log lines dropped]"); }
     return ['{"ok":true,"value":', value, ',"logs":', stringify(out.logs), ',"emits":', stringify(out.emits),
-      ',"state_writes":', stringify(out.state_writes), "}"].join("");
+      ',"state_writes":', stringify(out.state_writes), ',"state_ttls":', stringify(out.state_ttls), "}"].join("");
   }
 
   /* ``wrapped`` is "(function () {"use strict";<source>\n;return {on_x: ...};})", made by the
