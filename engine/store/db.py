@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -13,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
 from engine.errors import StoreError
-from engine.store.deadline import deadline
+from engine.store.deadline import deadline, is_no_answer
 from engine.store.schema import migrate
 
 T = TypeVar("T")
@@ -79,7 +80,8 @@ class Database:
     for a pooled one, a pooled one's liveness check, or a new one's start-up), and its
     statements ``statement_timeout_s`` (PostgreSQL: enforced by the server, and by the client
     ``GRACE_S`` later for a server that froze; SQLite: the wait for a lock). Past either, the
-    call raises ``StoreError``.
+    call raises ``StoreError``. After a server did not answer, calls fail at once for
+    ``connect_timeout_s``: a frozen server costs one call the wait, not every call.
     """
 
     def __init__(
@@ -94,6 +96,8 @@ class Database:
         self.connect_timeout_s = connect_timeout_s
         self.statement_timeout_s = statement_timeout_s
         self._closed = threading.Event()
+        self._silent_until = 0.0
+        """monotonic() until which calls fail at once: the server did not answer."""
         try:
             self.engine = sa.create_engine(self.url, **self._engine_options())
             self._listen()
@@ -183,20 +187,35 @@ class Database:
             )
 
     def _read(self, fn: Callable[[sa.Connection], T]) -> T:
+        self._check_answering("read")
         try:
             with self._session() as conn:
                 return fn(conn)
         except SQLAlchemyError as exc:
-            raise StoreError(f"store {self.display_url}: read failed: {exc}") from exc
+            raise self._failure("read", exc) from exc
 
     def _write(self, fn: Callable[[sa.Connection], T]) -> T:
+        self._check_answering("write")
         try:
             with self._session() as conn:
                 conn.execution_options(**{_WRITE: True})
                 with conn.begin():
                     return fn(conn)
         except SQLAlchemyError as exc:
-            raise StoreError(f"store {self.display_url}: write failed: {exc}") from exc
+            raise self._failure("write", exc) from exc
+
+    def _check_answering(self, what: str) -> None:
+        left = self._silent_until - time.monotonic()
+        if left > 0:
+            raise StoreError(
+                f"store {self.display_url}: {what} failed: the server did not answer a moment "
+                f"ago; calls fail at once for {left:.1f} s more"
+            )
+
+    def _failure(self, what: str, exc: SQLAlchemyError) -> StoreError:
+        if is_no_answer(getattr(exc, "orig", None)):
+            self._silent_until = time.monotonic() + self.connect_timeout_s
+        return StoreError(f"store {self.display_url}: {what} failed: {exc}")
 
     def close(self) -> None:
         if not self._closed.is_set():

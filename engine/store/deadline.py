@@ -27,6 +27,15 @@ MIN_WAIT_S = 0.05
 there is taken."""
 
 
+class NoAnswer(psycopg.OperationalError):
+    """The server did not answer before the store call's deadline."""
+
+
+def is_no_answer(exc: BaseException | None) -> bool:
+    """Whether a driver error means the server did not answer in time (not that it refused)."""
+    return isinstance(exc, (NoAnswer, pg_errors.ConnectionTimeout))
+
+
 @contextlib.contextmanager
 def deadline(seconds: float) -> Iterator[None]:
     """Bound every database wait on this thread, inside the block, to ``seconds`` from now."""
@@ -57,9 +66,8 @@ class BoundedConnection(psycopg.Connection[Any]):
         except pg_errors._WaitTimeout as exc:
             # the protocol is mid-message: the connection cannot be used again
             self.pgconn.finish()
-            raise psycopg.OperationalError(
-                f"the server did not answer within the store's deadline "
-                f"({max(0.0, left):.1f} s left); the connection was dropped"
+            raise NoAnswer(
+                f"the server did not answer within {bound:.1f} s; the connection was dropped"
             ) from exc
 
 
@@ -74,7 +82,7 @@ def connect(connect_timeout_s: float, cargs: Any, cparams: dict[str, Any]) -> Bo
     left = remaining()
     if left is not None:
         if left <= 0:
-            raise psycopg.OperationalError("no time left to open a connection")
+            raise NoAnswer("the server did not answer in time, and no time is left to reconnect")
         limit = min(limit, left)
     # libpq counts whole seconds (and psycopg at least 2)
     params = {**cparams, "connect_timeout": max(1, math.ceil(limit))}
