@@ -72,13 +72,14 @@ class BoundedConnection(psycopg.Connection[Any]):
 
 
 def connect(connect_timeout_s: float, cargs: Any, cparams: dict[str, Any]) -> BoundedConnection:
-    """Open a bounded connection, within ``connect_timeout_s`` and the thread's deadline.
+    """Open a bounded connection, within ``connect_timeout_s`` (or the URL's own
+    ``connect_timeout`` if shorter) and the thread's deadline.
 
     Raises:
         psycopg.OperationalError: the deadline has passed, or the server did not complete the
             start-up in time.
     """
-    limit = connect_timeout_s
+    limit = min(connect_timeout_s, float(cparams.get("connect_timeout") or math.inf))
     left = remaining()
     if left is not None:
         if left <= 0:
