@@ -88,8 +88,9 @@ class ScriptError(EngineError):
     """A user script failed.
 
     ``cause`` is one of ``error``, ``timeout``, ``memory``, ``invalid_result``, ``crashed``,
-    ``busy`` (no sandbox worker came free in time), ``quarantined`` (the hook kept killing
-    workers), ``compile``; it is what records and outcomes report.
+    ``busy`` (no sandbox worker came free in time), ``unavailable`` (no worker runs and none
+    can be started), ``quarantined`` (the hook kept killing workers), ``compile``; it is what
+    records and outcomes report.
     """
 
     cause = "error"

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from engine.changes import EMPTY, Change, apply, join_answer, merge, parse_change
 from engine.config.models import RecordsSettings
-from engine.errors import InputError, PluginError, ScriptError
+from engine.errors import InputError, PluginError, ScriptError, StoreError
 from engine.kinds.base import Hook, HookContext, Memo, Mode, OnError
 from engine.outcome import Outcome
 from engine.points import Point, Scope
@@ -147,6 +147,8 @@ def _call(hook: Hook, point: Point, event: dict[str, Any], ctx: HookContext) -> 
         raise _Failure(f"{type(exc).__name__}: {exc}", exc.cause) from exc
     except PluginError as exc:
         raise _Failure(f"PluginError: {exc}", "plugin") from exc
+    except StoreError as exc:
+        raise _Failure(f"StoreError: {exc}", "store") from exc
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise

@@ -157,7 +157,12 @@ class Engine:
         key = url_or_path or self._default_store_url()
         with self._lock:
             if key not in self._stores:
-                self._stores[key] = open_store(key)
+                limits = self.settings.store
+                self._stores[key] = open_store(
+                    key,
+                    connect_timeout_s=limits.connect_timeout_s,
+                    statement_timeout_s=limits.statement_timeout_s,
+                )
             return self._stores[key]
 
     def _default_store_url(self) -> str:

@@ -397,6 +397,16 @@ class HttpSettings(Strict):
     """Larger requests are refused with 413."""
 
 
+class StoreSettings(Strict):
+    connect_timeout_s: float = Field(default=5.0, gt=0, le=600)
+    """Time to get a database connection (a pooled one, or a new one through the server's
+    start-up); past it the store call fails."""
+    statement_timeout_s: float = Field(default=5.0, gt=0, le=3600)
+    """Time a store call's statements may take: PostgreSQL's ``statement_timeout``, and 1 s
+    later the client drops a connection whose server stopped answering; SQLite's wait for a
+    lock (busy timeout)."""
+
+
 class EngineSettings(Strict):
     """config/engine.yaml"""
 
@@ -406,6 +416,8 @@ class EngineSettings(Strict):
     """The SQLite store (records, state, default for memory and FAQ), relative to the project."""
     db_url: str | None = None
     """A database URL (``postgresql://user@host/db``) instead of db_path."""
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    """Timeouts of every store (the engine's, and memory's and FAQ's own)."""
     hook_files: list[str] = Field(default_factory=list)
     """Host-layer hook files, relative to the config folder; they run after every agent's."""
     hooks: list[str] = Field(default_factory=list)

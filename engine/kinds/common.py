@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from engine.config.loader import HookSpec
-from engine.kinds.base import Mode, OnError
+from engine.errors import StoreError
+from engine.kinds.base import HookContext, Mode, OnError
 from engine.points import Point
+
+log = logging.getLogger("engine.kinds")
+
+BOOKKEEPING_FAILURES = "bookkeeping_failures"
+"""The memo key counting a hook's failed bookkeeping writes."""
+
+
+def keep_books(ctx: HookContext, what: str, write: Callable[[], object]) -> None:
+    """Run a bookkeeping write the hook's answer does not depend on (a hit count, which facts
+    a turn recalled). A store failure does not fail the hook: it is logged, counted in the
+    hook's memo under ``BOOKKEEPING_FAILURES`` and kept in the record's extras."""
+    try:
+        write()
+    except StoreError as exc:
+        failures = ctx.memo.update(BOOKKEEPING_FAILURES, lambda n: (n or 0) + 1)
+        ctx.extras["bookkeeping_error"] = f"{what}: {exc}"
+        log.warning("%s failed (%d failures so far); the hook went on: %s", what, failures, exc)
 
 
 @dataclass

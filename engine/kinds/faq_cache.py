@@ -10,7 +10,7 @@ from engine.config.loader import HookSpec
 from engine.config.models import FaqCacheConfig
 from engine.kinds import BuildEnv
 from engine.kinds.base import HookContext
-from engine.kinds.common import SpecHook
+from engine.kinds.common import SpecHook, keep_books
 from engine.points import Point
 from engine.providers import Candidate, Judgement, JudgeTask, Providers
 from engine.store import FaqPair, Store
@@ -108,7 +108,7 @@ class FaqCacheHook(SpecHook):
         if turn:
             ctx.memo.update("hits", lambda hits: _keep_last({**(hits or {}), turn: pair.id}))
         if ctx.replay is None:
-            self.store.faq_hit(pair.id, event["time"])
+            keep_books(ctx, "counting the hit", lambda: self.store.faq_hit(pair.id, event["time"]))
 
     def _change(self, question: str, pair: FaqPair) -> dict[str, Any]:
         if self.config.short_circuit:

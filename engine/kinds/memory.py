@@ -17,7 +17,7 @@ from engine.config.loader import HookSpec
 from engine.config.models import MemoryConfig
 from engine.kinds import BuildEnv
 from engine.kinds.base import HookContext
-from engine.kinds.common import SpecHook
+from engine.kinds.common import SpecHook, keep_books
 from engine.points import Point
 from engine.providers import (
     Candidate,
@@ -69,8 +69,11 @@ class MemoryHook(SpecHook):
         summary = self._summary(scope, ctx)
         template = self.config.inject_template or DEFAULT_TEMPLATE
         if picked and event.get("turn_id") and ctx.replay is None:
-            self.store.memory_note_recall(
-                scope, event["turn_id"], [f.id for f in picked], event["time"]
+            ids = [f.id for f in picked]
+            keep_books(
+                ctx,
+                "noting the recalled facts",
+                lambda: self.store.memory_note_recall(scope, event["turn_id"], ids, event["time"]),
             )
         if not picked and not (summary and _shows_summary(template)):
             return None

@@ -34,6 +34,9 @@ SPIN_S = 0.0002
 """How long a caller polls for an answer without sleeping before it blocks."""
 GRACE_S = 0.25
 """Wall-clock time past a call's own limit before the parent kills the worker."""
+BACKOFF_S = (0.1, 2.0)
+"""The first and the longest wait between failed spawns: after spawning works again, the pool
+is back within the longest wait plus a worker's start-up."""
 
 
 class WorkerDied(Exception):
@@ -141,6 +144,12 @@ class Workers:
     """
 
     def __init__(self, size: int, policy: PoolPolicy = PoolPolicy()) -> None:  # noqa: B008
+        """Start ``size`` workers. Those that cannot start (EAGAIN at a process limit, out of
+        memory) are owed to the background spawner: the pool starts smaller and fills up.
+
+        Raises:
+            ScriptLimitError: a worker started and died (the interpreter is broken).
+        """
         self._dir = tempfile.TemporaryDirectory(prefix="hookengine-sandbox-")
         self.size = max(1, size)
         self.policy = policy
@@ -161,10 +170,28 @@ class Workers:
         self._respawned: deque[float] = deque()
         self.spawned_total = 0
         self.spawn_failures = 0
+        self.last_spawn_error: str | None = None
+        """Why the newest spawn failed; None once one succeeded after it."""
         self._spawner: threading.Thread | None = None
-        started = [Worker(self._dir.name) for _ in range(self.size)]
+        started = self._start_all()
+        self._all.update(started)
+        self._idle.extend(started)
+        self.spawned_total = len(started)
+        with self._lock:
+            self._owed.extend([None] * (self.size - len(started)))
+            # started now, it idles until needed: at a process limit no thread could start
+            self._start_spawner()
+
+    def _start_all(self) -> list[Worker]:
+        """The workers that could start, ready (they start in parallel)."""
+        started: list[Worker] = []
+        for _ in range(self.size):
+            try:
+                started.append(Worker(self._dir.name))
+            except OSError as exc:
+                self._spawn_failed(exc)
         try:
-            for worker in started:  # they start in parallel; no call waits for a start-up later
+            for worker in started:
                 worker.wait_ready()
         except WorkerDied as exc:
             for worker in started:
@@ -173,16 +200,19 @@ class Workers:
             raise ScriptLimitError(
                 f"sandbox workers did not start: {exc}", cause="crashed"
             ) from exc
-        self._all.update(started)
-        self._idle.extend(started)
-        self.spawned_total = len(started)
+        return started
+
+    def _spawn_failed(self, exc: BaseException) -> None:
+        self.spawn_failures += 1
+        self.last_spawn_error = f"{type(exc).__name__}: {exc}"
 
     def take(self, owner: str | None, *, timeout_s: float) -> Worker:
         """A free worker within ``timeout_s``, and within ``owner``'s share of the pool.
 
         Raises:
-            ScriptLimitError: cause 'quarantined' (at once), 'busy' (none free in time) or
-                'crashed' (the pool is closed).
+            ScriptLimitError: cause 'quarantined' (at once), 'unavailable' (at once: no worker
+                runs and spawning fails), 'busy' (none free in time) or 'crashed' (the pool is
+                closed).
         """
         end = time.monotonic() + timeout_s
         with self._lock:
@@ -193,6 +223,9 @@ class Workers:
                     raise ScriptLimitError(
                         self._kills.quarantined[owner].reason, cause="quarantined"
                     )
+                self._start_spawner()  # it may have failed to start before
+                if not self._all and self.last_spawn_error is not None:
+                    raise ScriptLimitError(self._unavailable_reason(), cause="unavailable")
                 at_cap = owner is not None and self._busy.get(owner, 0) >= self.per_hook
                 if self._idle and not at_cap:
                     break
@@ -204,6 +237,12 @@ class Workers:
                 self._busy[owner] = self._busy.get(owner, 0) + 1
             # LIFO: the worker used last has its script context and caches hot.
             return self._idle.pop()
+
+    def _unavailable_reason(self) -> str:
+        return (
+            f"sandbox unavailable: 0 of {self.size} workers are running and they cannot be "
+            f"started ({self.last_spawn_error}); retrying in the background"
+        )
 
     def _busy_reason(self, at_cap: bool, timeout_s: float) -> str:
         waited = f"within {timeout_s * 1000:.0f} ms"
@@ -245,30 +284,50 @@ class Workers:
             self._busy.pop(owner, None)
 
     def _start_spawner(self) -> None:
-        if self._spawner is None or not self._spawner.is_alive():
-            self._spawner = threading.Thread(
+        """Under the lock: make sure the spawner runs (it lives as long as the pool). A thread
+        that cannot start (a process limit counts threads too) is tried again by the next
+        ``take``, ``give_back`` or ``health``."""
+        if not self._closed and (self._spawner is None or not self._spawner.is_alive()):
+            spawner = threading.Thread(
                 target=self._respawn_loop, name="hookengine-respawn", daemon=True
             )
-            self._spawner.start()
+            try:
+                spawner.start()
+            except RuntimeError as exc:
+                self._spawn_failed(exc)
+                return
+            self._spawner = spawner
 
     def _respawn_loop(self) -> None:
         """Start one replacement per owed worker, no faster than the token bucket allows."""
         failures = 0
         while self._next_token():
             worker = self._start_one()
-            if worker is None:
-                failures += 1
+            if not isinstance(worker, Worker):
                 with self._lock:  # back off, then retry: a failed start does not shrink the pool
-                    self.spawn_failures += 1
-                    self._wanted.wait(min(2.0, 0.05 * 2**failures))
+                    self._spawn_failed(worker)
+                    self._free_owed_slots()
+                    first, longest = BACKOFF_S
+                    self._wanted.wait(min(longest, first * 2 ** min(failures, 16)))
+                failures += 1
                 continue
             failures = 0
             with self._lock:
                 if not self._closed:
+                    self.last_spawn_error = None
                     self._add_replacement(worker)
                     continue
             worker.close()  # the pool closed while it started
             return
+
+    def _free_owed_slots(self) -> None:
+        """Under the lock: while spawning fails, the hooks whose workers died get their slots
+        back (the pool still owes the workers), so they share the workers still running."""
+        if any(owner is not None for owner in self._owed):
+            for owner in self._owed:
+                self._release(owner)
+            self._owed = deque([None] * len(self._owed))
+            self._freed.notify_all()
 
     def _add_replacement(self, worker: Worker) -> None:
         """Under the lock: the worker joins the pool and the slot it was owed for frees."""
@@ -294,17 +353,17 @@ class Workers:
                 self._wanted.wait(delay)
             return False
 
-    def _start_one(self) -> Worker | None:
-        """A new worker that is ready to serve, or None if it could not start."""
+    def _start_one(self) -> Worker | Exception:
+        """A new worker that is ready to serve, or why it could not start."""
         try:
             worker = Worker(self._dir.name)
-        except (OSError, ValueError, subprocess.SubprocessError):
-            return None
+        except (OSError, MemoryError, ValueError, subprocess.SubprocessError) as exc:
+            return exc  # EAGAIN at a process limit, ENOMEM, EMFILE: retried
         try:
             worker.wait_ready()
-        except WorkerDied:
+        except WorkerDied as exc:
             worker.kill()
-            return None
+            return exc
         return worker
 
     def forget(self, owner: str) -> None:
@@ -315,6 +374,7 @@ class Workers:
     def health(self) -> dict[str, Any]:
         """Counts for ``Engine.status()``: workers, busy, spawns, respawns, quarantined hooks."""
         with self._lock:
+            self._start_spawner()
             now = time.monotonic()
             while self._respawned and self._respawned[0] < now - 60:
                 self._respawned.popleft()
@@ -325,6 +385,7 @@ class Workers:
                 "per_hook": self.per_hook,
                 "spawned_total": self.spawned_total,
                 "spawn_failures": self.spawn_failures,
+                "last_spawn_error": self.last_spawn_error,
                 "respawns_last_minute": len(self._respawned),
                 "respawns_pending": len(self._owed),
                 "quarantined": [

@@ -45,7 +45,7 @@ class WorkerPool:
         self._workers.close()
 
     def health(self) -> dict[str, Any]:
-        """``{workers, busy, size, per_hook, spawned_total, spawn_failures,
+        """``{workers, busy, size, per_hook, spawned_total, spawn_failures, last_spawn_error,
         respawns_last_minute, respawns_pending, quarantined: [{hook, kills, window_s, since}]}``"""
         return self._workers.health()
 

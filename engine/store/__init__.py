@@ -158,15 +158,23 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-def open_store(url_or_path: str) -> Store:
+def open_store(
+    url_or_path: str, *, connect_timeout_s: float = 5.0, statement_timeout_s: float = 5.0
+) -> Store:
     """Open (and create or migrate) the store at a SQLAlchemy URL or an SQLite file path.
 
+    Every later call is bounded: ``connect_timeout_s`` to get a connection,
+    ``statement_timeout_s`` for its statements (on SQLite, for a lock); past them it raises
+    ``StoreError``.
+
     Raises:
-        StoreError: the database cannot be reached, or its schema is newer than ours.
+        StoreError: the database cannot be reached in time, or its schema is newer than ours.
     """
     from engine.store.sql import SqlStore
 
-    return SqlStore(url_or_path)
+    return SqlStore(
+        url_or_path, connect_timeout_s=connect_timeout_s, statement_timeout_s=statement_timeout_s
+    )
 
 
 __all__ = [

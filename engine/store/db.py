@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -11,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
 from engine.errors import StoreError
+from engine.store.deadline import deadline, is_no_answer
 from engine.store.schema import migrate
 
 T = TypeVar("T")
@@ -18,6 +22,12 @@ T = TypeVar("T")
 _WRITE = "hookengine_write"
 _SCOPE_LOCKS = 7415
 """Advisory lock class for per-scope writers on PostgreSQL (7414 guards migration)."""
+CONNECT_TIMEOUT_S = 5.0
+"""Default time to get a connection: from the pool, or a new one through the server's start-up."""
+STATEMENT_TIMEOUT_S = 5.0
+"""Default time a store call's statements may take (on SQLite: the wait for a lock)."""
+GRACE_S = 1.0
+"""Past the server's own statement timeout, the client drops the connection."""
 
 
 def to_url(url_or_path: str) -> str:
@@ -45,14 +55,14 @@ def inserted_key(result: sa.CursorResult[Any]) -> Any:
     return key[0]
 
 
-def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
+def _sqlite_connect(busy_ms: int, dbapi_conn: Any, _record: Any) -> None:
     # SQLAlchemy emits BEGIN itself (see _sqlite_begin); pysqlite's own would be deferred
     dbapi_conn.isolation_level = None
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     # NORMAL in WAL mode: a killed process loses nothing committed (only power loss could)
     cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute(f"PRAGMA busy_timeout={busy_ms}")
     cur.close()
 
 
@@ -64,18 +74,34 @@ def _sqlite_begin(conn: sa.Connection) -> None:
 
 
 class Database:
-    """One database, shared by threads and processes; reads and writes translate errors."""
+    """One database, shared by threads and processes; reads and writes translate errors.
 
-    def __init__(self, url_or_path: str) -> None:
+    Every call is bounded: getting a connection takes at most ``connect_timeout_s`` (the wait
+    for a pooled one, a pooled one's liveness check, or a new one's start-up), and its
+    statements ``statement_timeout_s`` (PostgreSQL: enforced by the server, and by the client
+    ``GRACE_S`` later for a server that froze; SQLite: the wait for a lock). Past either, the
+    call raises ``StoreError``. After a server did not answer, calls fail at once for
+    ``connect_timeout_s``: a frozen server costs one call the wait, not every call.
+    """
+
+    def __init__(
+        self,
+        url_or_path: str,
+        *,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        statement_timeout_s: float = STATEMENT_TIMEOUT_S,
+    ) -> None:
         self.url = to_url(url_or_path)
         self.is_sqlite = self.url.startswith("sqlite")
+        self.connect_timeout_s = connect_timeout_s
+        self.statement_timeout_s = statement_timeout_s
         self._closed = threading.Event()
+        self._silent_until = 0.0
+        """monotonic() until which calls fail at once: the server did not answer."""
         try:
             self.engine = sa.create_engine(self.url, **self._engine_options())
-            if self.is_sqlite:
-                sa.event.listen(self.engine, "connect", _sqlite_connect)
-                sa.event.listen(self.engine, "begin", _sqlite_begin)
-            with self.engine.connect() as conn:
+            self._listen()
+            with self._session() as conn:
                 conn.execution_options(**{_WRITE: True})
                 with conn.begin():
                     self.migrated_from = self._migrate(conn)
@@ -93,8 +119,58 @@ class Database:
 
     def _engine_options(self) -> dict[str, Any]:
         if self.is_sqlite:
-            return {"connect_args": {"check_same_thread": False, "timeout": 30}}
-        return {"pool_size": 8, "max_overflow": 8, "pool_pre_ping": True}
+            return {
+                "connect_args": {"check_same_thread": False, "timeout": self.statement_timeout_s}
+            }
+        args: dict[str, Any] = {
+            # a dead peer or path (not a frozen server: see engine.store.deadline)
+            "keepalives": 1,
+            "keepalives_idle": 10,
+            "keepalives_interval": 5,
+            "keepalives_count": 3,
+            "tcp_user_timeout": int(self._statement_budget_s() * 1000),
+        }
+        options = sa.make_url(self.url).query.get("options", "")
+        if isinstance(options, tuple):  # given twice: libpq takes the last
+            options = options[-1]
+        if "statement_timeout" not in options:  # the URL's own setting wins
+            timeout = f"-c statement_timeout={int(self.statement_timeout_s * 1000)}"
+            args["options"] = f"{options} {timeout}".strip()
+        return {
+            "pool_size": 8,
+            "max_overflow": 8,
+            "pool_pre_ping": True,
+            "pool_timeout": self.connect_timeout_s,
+            "connect_args": args,
+        }
+
+    def _listen(self) -> None:
+        if self.is_sqlite:
+            busy_ms = int(self.statement_timeout_s * 1000)
+            sa.event.listen(self.engine, "connect", partial(_sqlite_connect, busy_ms))
+            sa.event.listen(self.engine, "begin", _sqlite_begin)
+            return
+        from engine.store.deadline import connect
+
+        def do_connect(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+            return connect(self.connect_timeout_s, cargs, cparams)
+
+        sa.event.listen(self.engine, "do_connect", do_connect)
+
+    def _statement_budget_s(self) -> float:
+        return self.statement_timeout_s + (0.0 if self.is_sqlite else GRACE_S)
+
+    @contextlib.contextmanager
+    def _session(self) -> Iterator[sa.Connection]:
+        """A connection within ``connect_timeout_s``, used and given back (its reset included)
+        within the statement budget."""
+        with deadline(self.connect_timeout_s):
+            conn = self.engine.connect()
+        with deadline(self._statement_budget_s()):
+            try:
+                yield conn
+            finally:
+                conn.close()
 
     def _migrate(self, conn: sa.Connection) -> int:
         if not self.is_sqlite:
@@ -111,20 +187,35 @@ class Database:
             )
 
     def _read(self, fn: Callable[[sa.Connection], T]) -> T:
+        self._check_answering("read")
         try:
-            with self.engine.connect() as conn:
+            with self._session() as conn:
                 return fn(conn)
         except SQLAlchemyError as exc:
-            raise StoreError(f"store {self.display_url}: read failed: {exc}") from exc
+            raise self._failure("read", exc) from exc
 
     def _write(self, fn: Callable[[sa.Connection], T]) -> T:
+        self._check_answering("write")
         try:
-            with self.engine.connect() as conn:
+            with self._session() as conn:
                 conn.execution_options(**{_WRITE: True})
                 with conn.begin():
                     return fn(conn)
         except SQLAlchemyError as exc:
-            raise StoreError(f"store {self.display_url}: write failed: {exc}") from exc
+            raise self._failure("write", exc) from exc
+
+    def _check_answering(self, what: str) -> None:
+        left = self._silent_until - time.monotonic()
+        if left > 0:
+            raise StoreError(
+                f"store {self.display_url}: {what} failed: the server did not answer a moment "
+                f"ago; calls fail at once for {left:.1f} s more"
+            )
+
+    def _failure(self, what: str, exc: SQLAlchemyError) -> StoreError:
+        if is_no_answer(getattr(exc, "orig", None)):
+            self._silent_until = time.monotonic() + self.connect_timeout_s
+        return StoreError(f"store {self.display_url}: {what} failed: {exc}")
 
     def close(self) -> None:
         if not self._closed.is_set():

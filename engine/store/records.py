@@ -24,8 +24,8 @@ class HookRun:
     change: dict[str, Any] | None = None
     error: str | None = None
     cause: str | None = None
-    """For failures: ``error``, ``timeout``, ``memory``, ``invalid_result``, ``crashed``,
-    ``plugin``."""
+    """For failures: ``error``, ``store``, ``timeout``, ``memory``, ``invalid_result``,
+    ``crashed``, ``plugin``."""
     logs: list[str] = field(default_factory=list)
     extras: dict[str, Any] = field(default_factory=dict)
 
