@@ -184,8 +184,10 @@ def test_the_share_per_hook_is_the_operators_choice_and_at_least_one() -> None:
 @pytest.mark.parametrize("killer", sorted(KILLERS))
 def test_a_hook_that_keeps_killing_workers_is_quarantined_until_forgotten(killer: str) -> None:
     policy = PoolPolicy(quarantine_kills=3, respawn_burst=4, respawns_per_s=20)
-    memory_mb = 32 if killer == "py-memory" else 256  # small: the doubling reaches it at once
-    limits = Limits(timeout_ms=50, memory_mb=memory_mb)
+    # py-memory: a small cap the doubling reaches at once, and time enough that a loaded
+    # machine cannot make it an (in-process, non-killing) timeout first
+    memory = killer == "py-memory"
+    limits = Limits(timeout_ms=1000 if memory else 50, memory_mb=32 if memory else 256)
     with WorkerPool(size=2, limits=limits, policy=policy) as pool:
         script = pool.compile(
             KILLERS[killer], filename=f"k.{killer[:2]}", language=KILLER_LANG[killer]
