@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute, Match, Route
 
 from engine.errors import StoreError
-from engine.http.limits import BodyLimit
+from engine.http.limits import BodyLimit, HeadLimit
 from engine.store import Store
 
 log = logging.getLogger("engine.http")
@@ -100,6 +100,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem, "description": "No bearer token, or the wrong one."},
     404: {"model": Problem, "description": "Nothing is remembered for this scope."},
     413: {"model": Problem, "description": "The request body is too large."},
+    431: {"model": Problem, "description": "The request line and headers are too large."},
     422: {"model": Problem, "description": "A malformed scope key."},
     503: {"model": Problem, "description": "No admin token configured, or the store is down."},
 }
@@ -198,6 +199,7 @@ def create_app(engine: Any) -> FastAPI:
         description="Health, and what the memory hooks remember about a scope.",
     )
     app.add_middleware(BodyLimit, max_bytes=http.max_body_bytes)
+    app.add_middleware(HeadLimit, max_bytes=http.max_header_bytes)
     authorize = TokenCheck(token, http.token_env)
 
     @app.exception_handler(RequestValidationError)
