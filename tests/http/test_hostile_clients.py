@@ -179,9 +179,10 @@ def test_connections_over_the_cap_are_refused_and_the_cap_frees_up(
 ) -> None:
     monkeypatch.setenv("TEST_ADMIN_TOKEN", TOKEN)
     eng = load(tmp_path, "{token_env: TEST_ADMIN_TOKEN, max_connections: 5, keep_alive_s: 60}")
+    held: list[socket.socket] = []
     try:
         for base in run_server(eng):
-            held = [socket.create_connection(address(base), timeout=5) for _ in range(5)]
+            held += [socket.create_connection(address(base), timeout=5) for _ in range(5)]
             for sock in held:  # a served request proves the server counts the connection
                 sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
                 assert sock.recv(65536).startswith(b"HTTP/1.1 200")
@@ -194,6 +195,8 @@ def test_connections_over_the_cap_are_refused_and_the_cap_frees_up(
             with httpx.Client(base_url=base, timeout=5) as c:
                 wait_for(lambda: c.get("/v1/health").status_code == 200, timeout=10)
     finally:
+        for sock in held:
+            sock.close()
         eng.close()
 
 
