@@ -13,8 +13,6 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
-log = logging.getLogger("engine.http")
-
 # h11 states in which the peer is still sending a request (its head, or its body).
 _READING = (h11.IDLE, h11.SEND_BODY)
 _BUSY = b'{"detail": "too many connections open; retry later"}'
@@ -42,7 +40,8 @@ class GuardedH11Protocol(H11Protocol):
     after a response and stops at the first byte of the next request, so a client sending
     one header byte every few seconds holds its connection forever. Here a deadline starts
     when the connection opens, or when a response ends, and stops only once the whole
-    request (line, headers, body) has arrived; more bytes do not extend it.
+    request (line, headers, body) has arrived; more bytes do not extend it. Both refusals
+    are logged on ``uvicorn.error``, which ``serve`` shows with the server's own messages.
     """
 
     def __init__(
@@ -91,7 +90,7 @@ class GuardedH11Protocol(H11Protocol):
 
     def _read_too_slow(self) -> None:
         self.read_deadline = None
-        log.info(
+        self.logger.info(
             "closed a connection from %s: no whole request within %s s",
             _peer(self.client),
             self.read_timeout_s,
@@ -101,7 +100,7 @@ class GuardedH11Protocol(H11Protocol):
 
     def _refuse(self) -> None:
         self.connections.discard(self)
-        log.warning(
+        self.logger.warning(
             "refused a connection from %s: %d connections open (http.max_connections)",
             _peer(self.client),
             len(self.connections),

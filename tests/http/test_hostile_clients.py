@@ -328,9 +328,10 @@ def test_options_and_405_name_every_method_of_the_path(client: httpx.Client) -> 
     assert client.options("/v1/nothing").status_code == 404
 
 
-def test_the_access_log_of_a_real_server_has_no_query_strings(tmp_path: Path) -> None:
+def test_serve_logs_no_query_strings_and_applies_the_read_deadline(tmp_path: Path) -> None:
     root = tmp_path / "config"
     (root / "agents/a/hooks").mkdir(parents=True)
+    (root / "engine.yaml").write_text("http: {read_timeout_s: 0.5}\n")
     (root / "agents/a/agent.yaml").write_text("hooks: [ctx]\n")
     (root / "agents/a/hooks/ctx.yaml").write_text("kind: inject\nname: ctx\nmessages: []\n")
     port = free_port()
@@ -358,10 +359,13 @@ def test_the_access_log_of_a_real_server_has_no_query_strings(tmp_path: Path) ->
             wait_for(lambda: c.get("/v1/health").status_code == 200)
             for method, url in requests:
                 c.request(method, url, headers=AUTH if "memory" in url else {})
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as silent:
+                assert read_until_closed(silent) == b""  # closed at serve's read deadline
     finally:
         server.terminate()
         log, _ = server.communicate(timeout=20)
     assert "SECRET" not in log
+    assert "no whole request within 0.5 s" in log
     lines = [line for line in log.splitlines() if '"GET /v1/health HTTP/1.1" 200' in line]
     assert len(lines) >= 2  # the readiness probe and the first request
     for method, url in requests:
