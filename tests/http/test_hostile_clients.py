@@ -371,3 +371,21 @@ def test_serve_logs_no_query_strings_and_applies_the_read_deadline(tmp_path: Pat
     for method, url in requests:
         path = re.escape(url.partition("?")[0].replace(":", "%3A"))
         assert re.search(f'"{method} {path} HTTP/1.1" [1-5]', log), (url, log)
+
+
+def test_bad_server_bounds_in_engine_yaml_are_config_errors(tmp_path: Path) -> None:
+    from engine.errors import ConfigError
+
+    root = tmp_path / "config"
+    (root / "agents/a/hooks").mkdir(parents=True)
+    (root / "agents/a/agent.yaml").write_text("hooks: [ctx]\n")
+    (root / "agents/a/hooks/ctx.yaml").write_text("kind: inject\nname: ctx\nmessages: []\n")
+    (root / "engine.yaml").write_text(
+        "http:\n  read_timeout_s: 0\n  max_connections: -1\n  max_header_bytes: 10\n"
+    )
+    with pytest.raises(ConfigError) as caught:
+        Engine.load(root, db=str(tmp_path / "s.db"))
+    message = str(caught.value)
+    assert "engine.yaml:2: http.read_timeout_s:" in message
+    assert "engine.yaml:3: http.max_connections:" in message
+    assert "engine.yaml:4: http.max_header_bytes:" in message
