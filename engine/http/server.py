@@ -28,7 +28,9 @@ class AdminConfig(uvicorn.Config):
     def __init__(
         self, app: Any, *, read_timeout_s: float, max_connections: int, **options: Any
     ) -> None:
-        super().__init__(app, http=GuardedH11Protocol, **options)
+        # No websockets: the admin API has none, and an upgrade would hand the transport to
+        # a protocol this deadline does not follow.
+        super().__init__(app, http=GuardedH11Protocol, ws="none", **options)
         self.read_timeout_s = read_timeout_s
         self.max_connections = max_connections
 

@@ -70,6 +70,11 @@ SLOW_CLIENTS: dict[str, tuple[bytes, bytes]] = {
         b"POST /v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n",
         b"b",
     ),
+    "websocket upgrade, then silence": (
+        b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        b"",
+    ),
     "second request after a good one": (
         b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/health HTTP/1.1\r\nX-Pad: ",
         b"c",
