@@ -57,6 +57,7 @@ class GuardedH11Protocol(H11Protocol):
         self.read_timeout_s = config.read_timeout_s
         self.max_connections = config.max_connections
         self.read_deadline: asyncio.TimerHandle | None = None
+        self.answered = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -70,6 +71,7 @@ class GuardedH11Protocol(H11Protocol):
         self._watch_read()
 
     def on_response_complete(self) -> None:
+        self.answered += 1
         super().on_response_complete()
         self._watch_read()
 
@@ -92,6 +94,12 @@ class GuardedH11Protocol(H11Protocol):
 
     def _read_too_slow(self) -> None:
         self.read_deadline = None
+        started = bool(self.conn.trailing_data[0]) or self.conn.their_state is h11.SEND_BODY
+        if self.answered and not started and not self.transport.get_write_buffer_size():
+            # An idle keep-alive connection owing nothing either way: closed quietly, as
+            # uvicorn's own keep-alive timer closes one; only hostile-looking ones are logged.
+            self.timeout_keep_alive_handler()
+            return
         self.logger.info(
             "closed a connection from %s: no whole request within %s s",
             _peer(self.client),
