@@ -395,6 +395,15 @@ class HttpSettings(Strict):
     a token in a file is a secret in a file."""
     max_body_bytes: int = Field(default=65536, gt=0)
     """Larger requests are refused with 413."""
+    read_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    """A request (line, headers and body) must arrive within this many seconds of the
+    connection opening or the previous response ending; else the connection is closed."""
+    keep_alive_s: int = Field(default=5, gt=0, le=3600)
+    """An idle connection between requests is closed after this many seconds."""
+    max_connections: int = Field(default=64, gt=0, le=100_000)
+    """Connections open at once; one more is answered 503 and closed at once."""
+    max_header_bytes: int = Field(default=16384, ge=1024, le=1_048_576)
+    """The request line and headers together; larger heads get 400 and are closed."""
 
 
 class StoreSettings(Strict):

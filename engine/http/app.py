@@ -9,17 +9,33 @@ import os
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Request
-from fastapi.responses import JSONResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
+from starlette.routing import BaseRoute, Match, Route
 
 from engine.errors import StoreError
-from engine.http.limits import BodyLimit
+from engine.http.limits import BodyLimit, HeadLimit
 from engine.store import Store
 
 log = logging.getLogger("engine.http")
 
-SCOPE_PATTERN = r"^(user|session|template|process):[^\s/]{1,200}$"
+# Written without shorthand classes (\s, \w): Python's re, pydantic's Rust regex and the
+# ECMA regex an OpenAPI client uses read those differently (U+001C is \s to Python only).
+# Explicit escapes mean the same to all three, so the document states what is enforced.
+# Excluded from ids: C0 and C1 controls, space, DEL, '/', the no-break and typographic
+# spaces, zero-width and direction marks, line and paragraph separators, the BOM.
+SCOPE_PATTERN = (
+    r"^(user|session|template|process):"
+    r"[^\u0000-\u0020\u007f-\u00a0/\u1680\u2000-\u200f\u2028-\u202f\u205f-\u206f"
+    r"\u3000\ufeff]{1,200}$"
+)
+SCOPE_MAX_LENGTH = len("template:") + 200
+SCOPE_HINT = (
+    "must be user:<id>, session:<id>, template:<name> or process:<name>; the id 1 to 200 "
+    "characters without '/', whitespace or control characters"
+)
 
 
 class Problem(BaseModel):
@@ -84,6 +100,8 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem, "description": "No bearer token, or the wrong one."},
     404: {"model": Problem, "description": "Nothing is remembered for this scope."},
     413: {"model": Problem, "description": "The request body is too large."},
+    431: {"model": Problem, "description": "The request line and headers are too large."},
+    422: {"model": Problem, "description": "A malformed scope key."},
     503: {"model": Problem, "description": "No admin token configured, or the store is down."},
 }
 
@@ -91,7 +109,7 @@ ScopePath = Annotated[
     str,
     Path(
         pattern=SCOPE_PATTERN,
-        max_length=220,
+        max_length=SCOPE_MAX_LENGTH,
         description="A scope key: ``user:<id>``, ``session:<id>``, "
         "``template:<name>`` or ``process:<name>``.",
     ),
@@ -136,6 +154,31 @@ def memory_stores(engine: Any) -> list[Store]:
     return list(found.values()) or [engine.store]
 
 
+def allowed_methods(routes: list[BaseRoute], request: Request) -> list[str]:
+    """Every method some route serves at the request's path, and OPTIONS (answered here).
+
+    Starlette answers a 405 from the first route whose path matched, so a path served by a
+    GET route and a DELETE route said ``Allow: GET``; this takes the union of all of them.
+    """
+    methods = {"OPTIONS"}
+    for route in routes:
+        if isinstance(route, Route) and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= route.methods or set()
+    return sorted(methods)
+
+
+def describe_invalid(exc: RequestValidationError) -> str:
+    """A 422's detail in compiler style: ``path.scope: <what a scope must be> (got '...')``."""
+    problems = []
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error["loc"])
+        what = SCOPE_HINT if error["loc"][-1] == "scope" else error["msg"]
+        got = repr(error.get("input"))
+        got = got if len(got) <= 60 else got[:60] + "...'"
+        problems.append(f"{field}: {what} (got {got})")
+    return "; ".join(problems)
+
+
 def admin_token(engine: Any) -> str:
     """The configured admin token ("" when none: the admin API then refuses every call)."""
     http = engine.settings.http
@@ -156,7 +199,20 @@ def create_app(engine: Any) -> FastAPI:
         description="Health, and what the memory hooks remember about a scope.",
     )
     app.add_middleware(BodyLimit, max_bytes=http.max_body_bytes)
+    app.add_middleware(HeadLimit, max_bytes=http.max_header_bytes)
     authorize = TokenCheck(token, http.token_env)
+
+    @app.exception_handler(RequestValidationError)
+    async def malformed(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": describe_invalid(exc)}, status_code=422)
+
+    @app.exception_handler(405)
+    async def not_allowed(request: Request, exc: Exception) -> Response:
+        allow = ", ".join(allowed_methods(app.router.routes, request))
+        if request.method == "OPTIONS":
+            return Response(status_code=204, headers={"Allow": allow})
+        detail = f"{request.method} is not allowed on {request.url.path}; allowed: {allow}"
+        return JSONResponse({"detail": detail}, status_code=405, headers={"Allow": allow})
 
     @app.exception_handler(StoreError)
     async def store_down(request: Request, exc: StoreError) -> JSONResponse:

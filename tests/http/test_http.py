@@ -11,9 +11,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
-from engine.http import create_app
+from engine.http.server import build_server
 from engine.runtime import Engine
 from tests.conftest import write
 
@@ -54,7 +53,7 @@ def run_server(eng: Engine) -> Iterator[str]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(eng), log_level="warning"))
+    server = build_server(eng, log_level="warning")
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

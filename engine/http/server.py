@@ -1,0 +1,176 @@
+"""The admin service's uvicorn server, held against slow and hostile clients: a deadline to
+read each request, a connection cap, a bounded request head, query strings kept out of the
+access log. uvicorn is imported here and nowhere else in ``engine/``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.server import ServerState
+
+# h11 states in which the peer is still sending a request (its head, or its body).
+_READING = (h11.IDLE, h11.SEND_BODY)
+_BUSY = b'{"detail": "too many connections open; retry later"}'
+_TOO_MANY = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_BUSY), _BUSY)
+)
+
+
+class AdminConfig(uvicorn.Config):
+    """``uvicorn.Config`` plus what ``GuardedH11Protocol`` enforces."""
+
+    def __init__(
+        self, app: Any, *, read_timeout_s: float, max_connections: int, **options: Any
+    ) -> None:
+        # No websockets: the admin API has none, and an upgrade would hand the transport to
+        # a protocol this deadline does not follow.
+        super().__init__(app, http=GuardedH11Protocol, ws="none", **options)
+        self.read_timeout_s = read_timeout_s
+        self.max_connections = max_connections
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a read deadline and a connection cap.
+
+    uvicorn arms no timer while a request is being read: its keep-alive timer starts only
+    after a response and stops at the first byte of the next request, so a client sending
+    one header byte every few seconds holds its connection forever. Here a deadline starts
+    when the connection opens, or when a response ends, and stops only once the whole
+    request (line, headers, body) has arrived; more bytes do not extend it. Both refusals
+    are logged on ``uvicorn.error``, which ``serve`` shows with the server's own messages.
+    """
+
+    def __init__(
+        self,
+        config: AdminConfig,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self.read_timeout_s = config.read_timeout_s
+        self.max_connections = config.max_connections
+        self.read_deadline: asyncio.TimerHandle | None = None
+        self.answered = 0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.max_connections:
+            self._refuse()
+            return
+        self._watch_read()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch_read()
+
+    def on_response_complete(self) -> None:
+        self.answered += 1
+        super().on_response_complete()
+        self._watch_read()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_deadline()
+        super().connection_lost(exc)
+
+    def _watch_read(self) -> None:
+        """Arm the deadline while a request is being read; stop it once it has all come."""
+        reading = self.conn.their_state in _READING and not self.transport.is_closing()
+        if not reading:
+            self._stop_deadline()
+        elif self.read_deadline is None:
+            self.read_deadline = self.loop.call_later(self.read_timeout_s, self._read_too_slow)
+
+    def _stop_deadline(self) -> None:
+        if self.read_deadline is not None:
+            self.read_deadline.cancel()
+            self.read_deadline = None
+
+    def _read_too_slow(self) -> None:
+        self.read_deadline = None
+        started = bool(self.conn.trailing_data[0]) or self.conn.their_state is h11.SEND_BODY
+        if self.answered and not started and not self.transport.get_write_buffer_size():
+            # An idle keep-alive connection owing nothing either way: closed quietly, as
+            # uvicorn's own keep-alive timer closes one; only hostile-looking ones are logged.
+            self.timeout_keep_alive_handler()
+            return
+        self.logger.info(
+            "closed a connection from %s: no whole request within %s s",
+            _peer(self.client),
+            self.read_timeout_s,
+        )
+        # abort, not close: close would wait to flush to a peer that may not be reading.
+        self.transport.abort()
+
+    def _refuse(self) -> None:
+        self.connections.discard(self)
+        self.logger.warning(
+            "refused a connection from %s: %d connections open (http.max_connections)",
+            _peer(self.client),
+            len(self.connections),
+        )
+        self.transport.write(_TOO_MANY)
+        self.transport.close()
+
+
+def _peer(client: tuple[str, int] | None) -> str:
+    return f"{client[0]}:{client[1]}" if client else "?"
+
+
+class StripQuery(logging.Filter):
+    """Drops the query string from uvicorn's access log lines: a query may carry a secret
+    (``?token=``), and an access log is read by more people than the admin token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_without_query(arg) for arg in record.args)
+        return True
+
+
+def _without_query(arg: object) -> object:
+    # uvicorn logs the path quoted (a '?' in it is %3F), so the first '?' starts the query.
+    return arg.partition("?")[0] if isinstance(arg, str) else arg
+
+
+def strip_access_log_queries() -> None:
+    """Install ``StripQuery`` on uvicorn's access logger (once)."""
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, StripQuery) for f in access.filters):
+        access.addFilter(StripQuery())
+
+
+def build_server(
+    engine: Any, host: str | None = None, port: int | None = None, *, log_level: str = "info"
+) -> uvicorn.Server:
+    """The admin server over a loaded Engine, limits from ``http`` in engine.yaml.
+
+    Args:
+        engine: a loaded ``engine.Engine``.
+        host: address to bind (default ``http.host``).
+        port: port to bind (default ``http.port``).
+        log_level: uvicorn's log level.
+
+    Returns:
+        A ``uvicorn.Server``; ``run()`` it (or ``run(sockets=[...])``).
+    """
+    from engine.http.app import create_app
+
+    http = engine.settings.http
+    config = AdminConfig(
+        create_app(engine),
+        read_timeout_s=http.read_timeout_s,
+        max_connections=http.max_connections,
+        host=host or http.host,
+        port=http.port if port is None else port,
+        timeout_keep_alive=http.keep_alive_s,
+        h11_max_incomplete_event_size=http.max_header_bytes,
+        log_level=log_level,
+    )
+    strip_access_log_queries()
+    return uvicorn.Server(config)
