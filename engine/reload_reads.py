@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from engine.config.loader import HookSpec, digest, load_engine_settings, load_host_layer, show
+from engine.config.scriptfile import MAX_SCRIPT_BYTES
+from engine.config.yamlfile import MAX_CONFIG_BYTES, ConfigReadError, load_loose, read_text
 from engine.errors import ConfigError
 from engine.yamltests import test_file_of
 
@@ -21,11 +21,12 @@ READ_ATTEMPTS = 5
 
 
 def _text(path: Path | None) -> str | None:
+    """A file's text read as the loader reads it (regular files only, size capped), or None."""
     if path is None:
         return ""
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_text(path, limit=max(MAX_CONFIG_BYTES, MAX_SCRIPT_BYTES))
+    except ConfigReadError:
         return None
 
 
@@ -78,10 +79,7 @@ def wanted_files(folder: Path, owner: Path) -> set[Path]:
 
 
 def _loose(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}
+    data = load_loose(path)
     return data if isinstance(data, dict) else {}
 
 
