@@ -336,9 +336,9 @@ def agent_names(root: Path) -> list[str]:
         ConfigError: agents/ cannot be listed.
     """
     agents = root / "agents"
-    if not agents.is_dir():
-        return []
     try:
+        if not agents.is_dir():
+            return []
         return sorted(p.name for p in agents.iterdir() if present(p / "agent.yaml"))
     except OSError as exc:
         reason = os_reason(exc)

@@ -311,6 +311,10 @@ def parse(text: str) -> tuple[yaml.Node | None, Any]:
         return node, (None if node is None else _construct(node))
     except yaml.MarkedYAMLError as exc:
         raise _marked(exc) from None
+    except yaml.reader.ReaderError as exc:  # a control character: the reader has no mark
+        line = text.count("\n", 0, exc.position) + 1
+        char = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise ConfigReadError(f"YAML error: control character U+{char:04X} is not allowed", line)
     except yaml.YAMLError as exc:
         raise ConfigReadError(f"YAML error: {exc}") from None
     except RecursionError:
