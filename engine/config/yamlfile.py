@@ -314,7 +314,8 @@ def parse(text: str) -> tuple[yaml.Node | None, Any]:
     except yaml.reader.ReaderError as exc:  # a control character: the reader has no mark
         line = text.count("\n", 0, exc.position) + 1
         char = exc.character if isinstance(exc.character, int) else ord(exc.character)
-        raise ConfigReadError(f"YAML error: control character U+{char:04X} is not allowed", line)
+        message = f"YAML error: control character U+{char:04X} is not allowed"
+        raise ConfigReadError(message, line) from None
     except yaml.YAMLError as exc:
         raise ConfigReadError(f"YAML error: {exc}") from None
     except RecursionError:
