@@ -233,7 +233,7 @@ def test_aliases_past_the_expansion_budget_are_refused_at_the_alias(
     append(demo, rel, LAUGHS[case])
     code, err = run_check(demo, capsys)
     assert code == 2
-    match = re.search(re.escape(rel) + r":(\d+): aliases expand to more than", err)
+    match = re.search(re.escape(rel) + r":(\d+): aliases expand the file past", err)
     assert match, err
     assert int(match.group(1)) > first  # the line of an alias, not of the first anchor
 
@@ -251,6 +251,25 @@ def test_aliases_within_the_budget_load_and_the_agent_answers(
         agent = engine.agent("demo")
         assert agent.tool_call("delete_file", {"path": "a"}, user_id="u1").blocked
         assert not agent.tool_call("read_file", {"path": "a"}, user_id="u1").blocked
+
+
+MANY = {
+    "many keys": "".join(f"k{i}: {i}\n" for i in range(yamlfile.MAX_VALUES)),
+    "a long flow list": "x: [" + ", ".join(["1"] * yamlfile.MAX_VALUES) + "]\n",
+    "many hook files": "hook_files:\n" + "".join(f"  - h{i}.yaml\n" for i in range(12_000)),
+    "many empty lists": "x: [" + ", ".join(["[]"] * 11_000) + "]\n",
+}
+
+
+@pytest.mark.parametrize("rel", YAML_FILES)
+@pytest.mark.parametrize("case", sorted(MANY))
+def test_a_file_of_more_values_than_the_limit_is_refused(
+    demo: Path, rel: str, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (demo / rel).write_text(MANY[case])
+    code, err = run_check(demo, capsys)
+    assert code == 2
+    assert_reported(err, rel, None, f"more than {yamlfile.MAX_VALUES} values")
 
 
 # -- size ------------------------------------------------------------------------------------

@@ -4,9 +4,9 @@ Every config file is read the same bounded way, so no input crashes, hangs or ba
 loader: the path must name a regular file (stat before open, so a FIFO or a device is never
 opened; the opened file is checked again) of at most MAX_CONFIG_BYTES of UTF-8 text. The YAML is
 composed from libyaml's events by our own loop, which refuses nesting past MAX_DEPTH, an alias
-inside its own anchor (a recursive alias), and aliases that would expand past ALIAS_BUDGET
-nodes (a "billion laughs"). Anything wrong is a Problem naming the file and, where one
-exists, the line.
+inside its own anchor (a recursive alias), and more than MAX_VALUES values, each alias counted
+as the values it stands for (so a "billion laughs" stops at its first alias past the budget).
+Anything wrong is a Problem naming the file and, where one exists, the line.
 """
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ MAX_CONFIG_BYTES = 256_000
 """The largest YAML config file read (engine.yaml, agent.yaml, hook and test files)."""
 MAX_DEPTH = 64
 """The deepest nesting of lists and mappings a config file may have."""
-ALIAS_BUDGET = 10_000
-"""The most nodes all aliases of one file may expand to together."""
+MAX_VALUES = 10_000
+"""The most values (scalars, lists, mappings) one file may hold, each alias counted as the
+values it stands for; a config file holds tens to hundreds, and reading stays well under a
+second at the limit."""
 MAX_INT_DIGITS = 1_000
 """The longest integer read; Python refuses past 4,300 digits, config needs far fewer."""
 
@@ -158,7 +160,7 @@ class _Composer:
     def __init__(self) -> None:
         self.anchors: dict[str, yaml.Node] = {}
         self.sizes: dict[int, int] = {}
-        self.expanded = 0
+        self.values = 0
         self.open_anchors: set[str] = set()
         self.resolver = Resolver()
 
@@ -191,9 +193,9 @@ class _Composer:
         if isinstance(event, yaml.AliasEvent):
             return self._alias(event)
         if isinstance(event, yaml.ScalarEvent):
-            return self._scalar(event)
+            return self._count(event, self._scalar(event))
         if isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
-            return self._collection(event)
+            return self._count(event, self._collection(event))
         if isinstance(event, yaml.CollectionEndEvent):
             node, anchor = stack.pop()
             node.end_mark = event.end_mark
@@ -212,10 +214,10 @@ class _Composer:
         if name not in self.anchors:
             raise ConfigReadError(f"alias *{name} names no anchor defined before it", line)
         node = self.anchors[name]
-        self.expanded += self._size(node)
-        if self.expanded > ALIAS_BUDGET:
+        self.values += self._size(node)
+        if self.values > MAX_VALUES:
             raise ConfigReadError(
-                f"aliases expand to more than {ALIAS_BUDGET} values (at *{name}); "
+                f"aliases expand the file past {MAX_VALUES} values (at *{name}); "
                 "write the values out or use fewer aliases",
                 line,
             )
@@ -240,6 +242,15 @@ class _Composer:
         if tag is None or tag == "!":
             tag = self.resolver.resolve(kind, None, event.implicit)
         return kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
+
+    def _count(self, event: yaml.Event, node: yaml.Node) -> yaml.Node:
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise ConfigReadError(
+                f"the file holds more than {MAX_VALUES} values; a config file holds far fewer",
+                _line(event),
+            )
+        return node
 
     def _anchor(self, anchor: str | None, node: yaml.Node) -> None:
         if anchor:
