@@ -44,7 +44,11 @@ def main() -> int:
                 codes[run.code] = codes.get(run.code, 0) + 1
                 if not run.ok:
                     bad.append((i, mutant.steps, run))
+                if not run.ok or run.seconds > args.cap:
+                    print(f"  #{i} {mutant.steps}: {run.seconds:.2f} s, {run.crash}", flush=True)
                 slow.append((run.seconds, i, mutant.steps))
+            if (i + 1) % 250 == 0:
+                print(f"{i + 1} mutations, {len(bad)} bad", file=sys.stderr, flush=True)
     slow.sort(reverse=True)
     print(f"mutations: {args.mutations} (seed {args.seed}); exit codes: {codes}")
     print(f"crashes: {sum(1 for b in bad if b[2].crash != 'hang' and b[2].crash != 'timeout')}")
