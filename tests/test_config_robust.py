@@ -547,3 +547,49 @@ def test_a_writable_project_folder_still_gets_its_data_folder(demo: Path) -> Non
     with Engine.load(demo) as engine:
         assert not engine.agent("demo").tool_call("read_file", {"path": "a"}, user_id="u").blocked
     assert (demo.parent / "data" / "hookengine.db").is_file()
+
+
+# -- as a host meets them: Engine.load refuses, the repaired folder loads and answers -------
+
+
+def _hostile_text(rel: str) -> Callable[[Path], str]:
+    def breaks(config: Path) -> str:
+        append(config, rel, "x: !!python/object/apply:os.system ['true']\n")
+        return "YAML value not allowed"
+
+    return breaks
+
+
+HOST_CASES: dict[str, tuple[str, Callable[[Path], str]]] = {
+    "tag": (HOOK, _hostile_text(HOOK)),
+    "recursive alias": (AGENT, lambda c: append(c, AGENT, "x: &r [*r]\n") and "recursive alias"),
+    "depth": ("engine.yaml", lambda c: append(c, "engine.yaml", DEEP["flow lists"]) and "nested"),
+    "big integer": (HOOK, lambda c: append(c, HOOK, f"x: {'9' * 5000}\n") and "integer"),
+    "laughs": (AGENT, lambda c: append(c, AGENT, LAUGHS["classic 9 x 10"]) and "aliases"),
+    "size": ("engine.yaml", lambda c: append(c, "engine.yaml", BIG["a long comment"]) and "larger"),
+    "fifo": (HOOK, lambda c: fifo(c / HOOK)),
+    "dev zero": ("engine.yaml", lambda c: dev_zero(c / "engine.yaml")),
+    "loop": (AGENT, lambda c: loop(c / AGENT)),
+}
+
+
+@pytest.mark.parametrize("lang", ["py", "js"])
+@pytest.mark.parametrize("case", sorted(HOST_CASES))
+def test_engine_load_refuses_each_class_and_loads_once_repaired(
+    demo: Path, tmp_path: Path, case: str, lang: str
+) -> None:
+    hook = (demo / HOOK).read_text().replace("no_deletes.js", f"no_deletes.{lang}")
+    (demo / HOOK).write_text(hook)
+    rel, breaks = HOST_CASES[case]
+    good = (demo / rel).read_text()
+    words = breaks(demo)
+    with pytest.raises(ConfigError) as caught:
+        Engine.load(demo, records=False, db=str(tmp_path / "s.db"))
+    assert caught.value.path is not None and caught.value.path.endswith(rel)
+    assert words in str(caught.value)
+    (demo / rel).unlink()
+    (demo / rel).write_text(good)
+    with Engine.load(demo, records=False, db=str(tmp_path / "s.db")) as engine:
+        agent = engine.agent("demo")
+        assert agent.tool_call("delete_file", {"path": "a"}, user_id="u1").blocked
+        assert not agent.tool_call("read_file", {"path": "a"}, user_id="u1").blocked

@@ -307,6 +307,8 @@ def _marked(exc: yaml.MarkedYAMLError) -> ConfigReadError:
     line = mark.line + 1 if mark else None
     col = mark.column + 1 if mark else None
     reason = exc.problem or exc.context or "invalid YAML"
+    if "nesting depth" in reason:  # libyaml's own limit (1000), met while it scans ahead
+        return ConfigReadError(f"nested more than {MAX_DEPTH} levels deep", line, col)
     what = "YAML value not allowed" if isinstance(exc, ConstructorError) else "YAML syntax error"
     return ConfigReadError(f"{what}: {reason}", line, col)
 
