@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from engine.config.loader import HookSpec, digest, load_engine_settings, load_host_layer, show
+from engine.config.scriptfile import MAX_SCRIPT_BYTES
+from engine.config.yamlfile import MAX_CONFIG_BYTES, ConfigReadError, load_loose, read_text
 from engine.errors import ConfigError, Problem
 from engine.yamltests import test_file_of
 
@@ -28,23 +28,13 @@ swapped for a FIFO after it was checked, never holds up the watcher or ``close()
 
 
 def _text(path: Path | None) -> str | None:
-    """The file's text; None when it is missing, unreadable, undecodable or not a regular file
-    (a FIFO is opened without blocking and never read)."""
+    """A file's text read as the loader reads it (regular files only, size capped), or None."""
     if path is None:
         return ""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    except (OSError, ValueError):
+        return read_text(path, limit=max(MAX_CONFIG_BYTES, MAX_SCRIPT_BYTES))
+    except ConfigReadError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(os.dup(fd), "rb") as file:
-            return file.read().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    finally:
-        os.close(fd)
 
 
 def special_file(path: Path) -> str | None:
@@ -192,11 +182,7 @@ def shown(path: Path) -> str:
 
 
 def _loose(path: Path) -> dict[str, Any]:
-    text = _text(path)
-    try:
-        data = yaml.safe_load(text) if text else None
-    except (yaml.YAMLError, RecursionError, ValueError):
-        return {}
+    data = load_loose(path)
     return data if isinstance(data, dict) else {}
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.config.loader import HookSpec, ProjectConfig, show, validate
+from engine.config.loader import HookSpec, ProjectConfig, present, show, validate
 from engine.config.models import HookTest, HookTestExpect, Strict
 from engine.config.yamlfile import read_yaml
 from engine.errors import ConfigError, Problem, ScriptCompileError
@@ -92,7 +92,7 @@ def collect(spec: HookSpec) -> tuple[list[Case], list[Problem]]:
         Case(spec, t, spec.shown, spec.line("tests", i)) for i, t in enumerate(spec.config.tests)
     ]
     sibling = test_file_of(spec.path)
-    if not sibling.is_file():
+    if not present(sibling):  # a FIFO or a folder there is reported, not skipped
         return cases, []
     shown = show(sibling)
     doc, problems = read_yaml(sibling, shown)

@@ -6,6 +6,7 @@ Problems are collected, never stopped at the first; an agent loads whole or not 
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from engine.config.models import KINDS, AgentConfig, EngineSettings, HookBase, ScriptHookConfig
 from engine.config.scriptfile import ScriptRef, read_script
-from engine.config.yamlfile import Loc, YamlDoc, dotted, read_yaml
+from engine.config.yamlfile import Loc, YamlDoc, dotted, os_reason, read_yaml
 from engine.errors import ConfigError, Problem
 from engine.points import suggest
 
@@ -82,9 +83,30 @@ class ProjectConfig:
 def show(path: Path) -> str:
     """A path as people read it: relative to the working folder when inside it."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
+        text = str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError, RuntimeError):  # outside; a NUL, a loop, a path too long
+        text = str(path)
+    return text if len(text) <= 200 else f"{text[:90]}…{text[-90:]}"
+
+
+def resolved(path: Path) -> Path:
+    """``path`` with symlinks resolved, or as given where that fails (a loop, a bad name)."""
+    try:
+        return path.resolve()
+    except (ValueError, OSError, RuntimeError):
+        return path.absolute()
+
+
+def present(path: Path) -> bool:
+    """Whether anything is at ``path`` (even a dangling link or a FIFO), so a file that is
+    there but unusable is reported by the reader instead of being taken as missing."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except (OSError, ValueError):
+        return True
+    return True
 
 
 def digest(*parts: str) -> str:
@@ -187,13 +209,14 @@ def load_hook_file(
     script_path = script_text = None
     if isinstance(config, ScriptHookConfig) and config.script is not None:
         ref = ScriptRef(shown, doc.line_of(("script",)))
-        folder = root or find_config_root(path.resolve().parent) or path.resolve().parent
+        here = resolved(path).parent
+        folder = root or find_config_root(here) or here
         script_path, script_text, problems = read_script(path, config.script, root=folder, ref=ref)
         if problems:
             return None, problems
     version = digest(doc.text, script_text or "")
     spec = HookSpec(
-        config, path.resolve(), shown, version, layer, script_path, script_text, dict(doc.lines)
+        config, resolved(path), shown, version, layer, script_path, script_text, dict(doc.lines)
     )
     return spec, []
 
@@ -201,7 +224,7 @@ def load_hook_file(
 def load_engine_settings(root: Path) -> tuple[EngineSettings, list[Problem]]:
     """config/engine.yaml, or the defaults when there is none."""
     path = root / "engine.yaml"
-    if not path.exists():
+    if not present(path):
         return EngineSettings(), []
     doc, problems = read_yaml(path, show(path))
     if doc is None or problems:
@@ -228,7 +251,7 @@ def _load_hooks(
     specs: list[HookSpec] = []
     problems: list[Problem] = []
     for path, line in paths:
-        if not path.is_file():
+        if not present(path):
             problems.append(
                 Problem(
                     owner,
@@ -265,7 +288,7 @@ def _duplicates(specs: list[HookSpec]) -> list[Problem]:
 def load_host_layer(root: Path, settings: EngineSettings) -> tuple[list[HookSpec], list[Problem]]:
     doc = None
     engine_yaml = root / "engine.yaml"
-    if engine_yaml.exists():
+    if present(engine_yaml):
         doc, _ = read_yaml(engine_yaml, show(engine_yaml))
     paths = _hook_paths(root, settings.hook_files, settings.hooks, doc)
     specs, problems = _load_hooks(paths, show(engine_yaml), "host", root)
@@ -300,29 +323,43 @@ def load_agent(
     problems += _duplicates([*specs, *host_hooks])
     if problems:
         raise ConfigError(problems)
-    files = {path.resolve(), *(s.path for s in specs)}
+    files = {resolved(path), *(s.path for s in specs)}
     files |= {s.script_path for s in specs if s.script_path}
     return AgentSpec(name, folder, config, tuple(specs), frozenset(files))
 
 
 def agent_names(root: Path) -> list[str]:
+    """Every folder under agents/ holding an ``agent.yaml`` of any kind: one that is a folder
+    or a FIFO is read (and reported) like the others, never skipped in silence.
+
+    Raises:
+        ConfigError: agents/ cannot be listed.
+    """
     agents = root / "agents"
-    if not agents.is_dir():
-        return []
-    return sorted(p.name for p in agents.iterdir() if (p / "agent.yaml").is_file())
+    try:
+        if not agents.is_dir():
+            return []
+        return sorted(p.name for p in agents.iterdir() if present(p / "agent.yaml"))
+    except OSError as exc:
+        reason = os_reason(exc)
+        raise ConfigError.single(show(agents), f"cannot list the folder: {reason}") from None
 
 
 def load_project(root: str | Path, *, only: list[str] | None = None) -> ProjectConfig:
     """Load every agent (or ``only`` those) under ``root``; ConfigError lists all problems."""
-    root = Path(root).resolve()
-    if not root.is_dir():
+    root = resolved(Path(root))
+    if not _is_dir(root):
         raise ConfigError.single(show(root), "config folder not found")
     settings, problems = load_engine_settings(root)
     host, host_problems = load_host_layer(root, settings)
     problems += host_problems
     agents: dict[str, AgentSpec] = {}
-    names = only if only is not None else agent_names(root)
-    if not names and only is None:
+    try:
+        names = only if only is not None else agent_names(root)
+        listed = True
+    except ConfigError as exc:
+        problems, names, listed = problems + exc.problems, [], False
+    if not names and only is None and listed:
         problems.append(
             Problem(show(root), None, None, "no agents found (expected agents/<name>/agent.yaml)")
         )
@@ -333,9 +370,16 @@ def load_project(root: str | Path, *, only: list[str] | None = None) -> ProjectC
             problems += exc.problems
     if problems:
         raise ConfigError(problems)
-    host_files = {(root / "engine.yaml").resolve(), *(s.path for s in host)}
+    host_files = {resolved(root / "engine.yaml"), *(s.path for s in host)}
     host_files |= {s.script_path for s in host if s.script_path}
     return ProjectConfig(root, root.parent, settings, tuple(host), agents, frozenset(host_files))
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def find_config_root(start: Path) -> Path | None:

@@ -1,16 +1,59 @@
-"""Read one YAML file into data plus the line of every key, so errors can name lines."""
+"""Read one YAML file into data plus the line of every key, so errors can name lines.
+
+Every config file is read the same bounded way, so no input crashes, hangs or balloons the
+loader: the path must name a regular file (stat before open, so a FIFO or a device is never
+opened; the opened file is checked again) of at most MAX_CONFIG_BYTES of UTF-8 text. The YAML is
+composed from libyaml's events by our own loop, which refuses nesting past MAX_DEPTH, an alias
+inside its own anchor (a recursive alias), and more than MAX_VALUES values, each alias counted
+as the values it stands for (so a "billion laughs" stops at its first alias past the budget).
+Anything wrong is a Problem naming the file and, where one exists, the line.
+"""
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.constructor import ConstructorError, SafeConstructor
+from yaml.resolver import Resolver
 
 from engine.errors import Problem
 
 Loc = tuple[str | int, ...]
+
+MAX_CONFIG_BYTES = 256_000
+"""The largest YAML config file read (engine.yaml, agent.yaml, hook and test files)."""
+MAX_DEPTH = 64
+"""The deepest nesting of lists and mappings a config file may have."""
+MAX_VALUES = 10_000
+"""The most values (scalars, lists, mappings) one file may hold, each alias counted as the
+values it stands for; a config file holds tens to hundreds, and reading stays well under a
+second at the limit."""
+MAX_INT_DIGITS = 1_000
+"""The longest integer read; Python refuses past 4,300 digits, config needs far fewer."""
+
+_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+_INT_TAG = "tag:yaml.org,2002:int"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when built with it
+
+
+class ConfigReadError(Exception):
+    """One reason a config file cannot be used; ``line`` where the YAML names one."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.message, self.line, self.column = message, line, column
 
 
 @dataclass
@@ -31,24 +74,282 @@ class YamlDoc:
         return None
 
 
+# -- reading a file ----------------------------------------------------------------------
+
+
+def os_reason(exc: OSError) -> str:
+    """An OSError in words a config author acts on (never a traceback)."""
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return "file not found"
+    if exc.errno == errno.ENAMETOOLONG:
+        return "the path is too long"
+    if exc.errno == errno.ELOOP:
+        return "symlink loop"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    reason = os.strerror(exc.errno) if exc.errno else type(exc).__name__
+    return f"cannot read file ({reason})"
+
+
+def _regular(mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "a special file")
+        raise ConfigReadError(f"is {kind}, not a regular file")
+
+
+def _too_large(size: int) -> ConfigReadError:
+    return ConfigReadError(
+        f"the file is larger than {MAX_CONFIG_BYTES} bytes ({size} bytes); "
+        "a config file is a few kilobytes"
+    )
+
+
+def read_bytes(path: Path, limit: int = MAX_CONFIG_BYTES) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path``.
+
+    Stat first (a FIFO, a device or a folder is never opened), open without blocking, check
+    the opened file again (no swap in between) and read at most ``limit + 1`` bytes.
+
+    Raises:
+        ConfigReadError: not a regular file, larger than ``limit``, or unreadable.
+    """
+    try:
+        if "\0" in str(path):
+            raise ConfigReadError("the path contains a NUL character")
+        _regular(os.stat(path).st_mode)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise ConfigReadError(os_reason(exc)) from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        _regular(info.st_mode)
+        if info.st_size > limit:
+            raise _too_large(info.st_size)
+        try:
+            data = file.read(limit + 1)
+        except OSError as exc:
+            raise ConfigReadError(os_reason(exc)) from None
+    if len(data) > limit:
+        raise _too_large(len(data))
+    return data
+
+
+def read_text(path: Path, limit: int = MAX_CONFIG_BYTES) -> str:
+    """The UTF-8 text of a config file, read as ``read_bytes`` does.
+
+    Raises:
+        ConfigReadError: as ``read_bytes``, or the file is not UTF-8.
+    """
+    data = read_bytes(path, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigReadError(f"not UTF-8 text (invalid byte at offset {exc.start})") from None
+
+
+# -- composing and constructing ----------------------------------------------------------
+
+
+class _Composer:
+    """Nodes from libyaml's event stream, with bounded depth and alias expansion.
+
+    PyYAML's own composer recurses per level and lets an alias name the node still being
+    built, so it cannot bound either; this loop keeps an explicit stack instead.
+    """
+
+    def __init__(self) -> None:
+        self.anchors: dict[str, yaml.Node] = {}
+        self.sizes: dict[int, int] = {}
+        self.values = 0
+        self.open_anchors: set[str] = set()
+        self.resolver = Resolver()
+
+    def compose(self, text: str) -> yaml.Node | None:
+        stack: list[tuple[yaml.Node, str | None]] = []
+        root: yaml.Node | None = None
+        documents = 0
+        for event in yaml.parse(text, Loader=_LOADER):
+            if isinstance(event, yaml.DocumentStartEvent):
+                documents += 1
+                if documents > 1:
+                    raise ConfigReadError(
+                        "the file holds more than one YAML document (remove the '---')",
+                        _line(event),
+                    )
+            node = self._node(event, stack)
+            if node is None:
+                continue
+            if isinstance(event, yaml.CollectionStartEvent):
+                if len(stack) >= MAX_DEPTH:
+                    raise ConfigReadError(f"nested more than {MAX_DEPTH} levels deep", _line(event))
+                stack.append((node, event.anchor))
+                if event.anchor:
+                    self.open_anchors.add(event.anchor)
+                continue
+            root = self._attach(node, stack) or root
+        return root
+
+    def _node(self, event: yaml.Event, stack: list[tuple[yaml.Node, str | None]]) -> Any:
+        if isinstance(event, yaml.AliasEvent):
+            return self._alias(event)
+        if isinstance(event, yaml.ScalarEvent):
+            return self._count(event, self._scalar(event))
+        if isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
+            return self._count(event, self._collection(event))
+        if isinstance(event, yaml.CollectionEndEvent):
+            node, anchor = stack.pop()
+            node.end_mark = event.end_mark
+            self.sizes[id(node)] = 1 + sum(self._size(n) for n in _children(node))
+            if anchor:
+                self.open_anchors.discard(anchor)
+                self.anchors[anchor] = node
+            return node
+        return None
+
+    def _alias(self, event: yaml.AliasEvent) -> yaml.Node:
+        line = _line(event)
+        name = event.anchor or ""
+        if name in self.open_anchors:
+            raise ConfigReadError(f"recursive alias *{name}: it refers to a node holding it", line)
+        if name not in self.anchors:
+            raise ConfigReadError(f"alias *{name} names no anchor defined before it", line)
+        node = self.anchors[name]
+        self.values += self._size(node)
+        if self.values > MAX_VALUES:
+            raise ConfigReadError(
+                f"aliases expand the file past {MAX_VALUES} values (at *{name}); "
+                "write the values out or use fewer aliases",
+                line,
+            )
+        return node
+
+    def _scalar(self, event: yaml.ScalarEvent) -> yaml.ScalarNode:
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = self.resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+        if tag == _INT_TAG and len(event.value) > MAX_INT_DIGITS:
+            raise ConfigReadError(f"an integer of more than {MAX_INT_DIGITS} digits", _line(event))
+        start: Any = event.start_mark
+        end: Any = event.end_mark
+        node = yaml.ScalarNode(tag, event.value, start, end, event.style)
+        self._anchor(event.anchor, node)
+        return node
+
+    def _collection(self, event: Any) -> yaml.Node:
+        is_seq = isinstance(event, yaml.SequenceStartEvent)
+        kind = yaml.SequenceNode if is_seq else yaml.MappingNode
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = self.resolver.resolve(kind, None, event.implicit)
+        return kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
+
+    def _count(self, event: yaml.Event, node: yaml.Node) -> yaml.Node:
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise ConfigReadError(
+                f"the file holds more than {MAX_VALUES} values; a config file holds far fewer",
+                _line(event),
+            )
+        return node
+
+    def _anchor(self, anchor: str | None, node: yaml.Node) -> None:
+        if anchor:
+            self.sizes[id(node)] = 1
+            self.anchors[anchor] = node
+
+    def _size(self, node: yaml.Node) -> int:
+        return self.sizes.get(id(node), 1)
+
+    def _attach(self, node: yaml.Node, stack: list[tuple[yaml.Node, str | None]]) -> Any:
+        if not stack:
+            return node
+        parent = stack[-1][0]
+        if isinstance(parent, yaml.SequenceNode):
+            parent.value.append(node)
+        elif parent.value and parent.value[-1][1] is None:
+            parent.value[-1] = (parent.value[-1][0], node)
+        else:
+            parent.value.append((node, None))
+        return None
+
+
+def _line(event: yaml.Event) -> int | None:
+    return None if event.start_mark is None else event.start_mark.line + 1
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+class _Constructor(SafeConstructor):
+    """SafeConstructor whose every error names the node's line (a bad date, a bad key)."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except yaml.MarkedYAMLError:
+            raise
+        except (ValueError, TypeError, OverflowError) as exc:
+            line = node.start_mark.line + 1
+            raise ConfigReadError(f"cannot read the value: {exc}", line) from None
+
+
+def _construct(node: yaml.Node) -> Any:
+    return _Constructor().construct_document(node)
+
+
+def _marked(exc: yaml.MarkedYAMLError) -> ConfigReadError:
+    mark = exc.problem_mark or exc.context_mark
+    line = mark.line + 1 if mark else None
+    col = mark.column + 1 if mark else None
+    reason = exc.problem or exc.context or "invalid YAML"
+    if "nesting depth" in reason:  # libyaml's own limit (1000), met while it scans ahead
+        return ConfigReadError(f"nested more than {MAX_DEPTH} levels deep", line, col)
+    what = "YAML value not allowed" if isinstance(exc, ConstructorError) else "YAML syntax error"
+    return ConfigReadError(f"{what}: {reason}", line, col)
+
+
+def parse(text: str) -> tuple[yaml.Node | None, Any]:
+    """The root node and data of a YAML text, bounded as the module says.
+
+    Raises:
+        ConfigReadError: the YAML is invalid, too deep, or its aliases expand too far.
+    """
+    try:
+        node = _Composer().compose(text)
+        return node, (None if node is None else _construct(node))
+    except yaml.MarkedYAMLError as exc:
+        raise _marked(exc) from None
+    except yaml.reader.ReaderError as exc:  # a control character: the reader has no mark
+        line = text.count("\n", 0, exc.position) + 1
+        char = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        message = f"YAML error: control character U+{char:04X} is not allowed"
+        raise ConfigReadError(message, line) from None
+    except yaml.YAMLError as exc:
+        raise ConfigReadError(f"YAML error: {exc}") from None
+    except RecursionError:
+        raise ConfigReadError(f"nested more than {MAX_DEPTH} levels deep") from None
+
+
+def load_loose(path: Path) -> Any:
+    """The data of a YAML file read as ``read_yaml`` does, or None if it cannot be used."""
+    try:
+        return parse(read_text(path))[1]
+    except ConfigReadError:
+        return None
+
+
 def read_yaml(path: Path, shown: str) -> tuple[YamlDoc | None, list[Problem]]:
     """Parse ``path``; return the document, or None and the problems (``shown`` names it)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None, [Problem(shown, None, None, "file not found")]
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [Problem(shown, None, None, f"cannot read file: {exc}")]
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        col = mark.column + 1 if mark else None
-        reason = exc.problem or exc.context or "invalid YAML"
-        return None, [Problem(shown, line, None, f"YAML syntax error: {reason}", column=col)]
-    except yaml.YAMLError as exc:
-        return None, [Problem(shown, None, None, f"YAML error: {exc}")]
+        text = read_text(path)
+        node, data = parse(text)
+    except ConfigReadError as exc:
+        return None, [Problem(shown, exc.line, None, exc.message, column=exc.column)]
     if node is None:
         return None, [Problem(shown, 1, None, "the file is empty (expected a mapping of fields)")]
     if not isinstance(node, yaml.MappingNode):
@@ -60,7 +361,7 @@ def read_yaml(path: Path, shown: str) -> tuple[YamlDoc | None, list[Problem]]:
                 f"expected a mapping of fields, got a {_node_kind(node)}",
             )
         ]
-    doc = YamlDoc(path, yaml.safe_load(text), text)
+    doc = YamlDoc(path, data, text)
     problems: list[Problem] = []
     _walk(node, (), doc.lines, problems, shown)
     return doc, problems

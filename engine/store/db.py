@@ -31,7 +31,11 @@ GRACE_S = 1.0
 
 
 def to_url(url_or_path: str) -> str:
-    """A SQLAlchemy URL for a URL or a plain SQLite file path (its folder is created)."""
+    """A SQLAlchemy URL for a URL or a plain SQLite file path (its folder is created).
+
+    Raises:
+        StoreError: the folder cannot be created (a read-only project folder).
+    """
     if "://" in url_or_path:
         if url_or_path.startswith("postgresql://"):
             return "postgresql+psycopg://" + url_or_path.removeprefix("postgresql://")
@@ -39,7 +43,11 @@ def to_url(url_or_path: str) -> str:
             return "postgresql+psycopg://" + url_or_path.removeprefix("postgres://")
         return url_or_path
     path = Path(url_or_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as exc:  # a read-only project folder, a NUL in db_path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise StoreError(f"cannot create the store's folder {path.parent}: {reason}") from exc
     return f"sqlite:///{path}"
 
 
