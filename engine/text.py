@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
+from typing import Any
 
 import snowballstemmer
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CYRILLIC = re.compile(r"[а-яё]", re.IGNORECASE)
-_STEMMERS = {
-    "russian": snowballstemmer.stemmer("russian"),
-    "english": snowballstemmer.stemmer("english"),
-}
+_LOCAL = threading.local()
+"""Each thread's own stemmers: a Snowball stemmer keeps its word and cursor in the object,
+so one shared between threads stems wrongly or raises IndexError under concurrent calls."""
+
+
+def _stemmers() -> dict[str, Any]:
+    found: dict[str, Any] | None = getattr(_LOCAL, "stemmers", None)
+    if found is None:
+        found = {lang: snowballstemmer.stemmer(lang) for lang in ("russian", "english")}
+        _LOCAL.stemmers = found
+    return found
 
 
 def tokens(text: str) -> list[str]:
@@ -26,7 +35,7 @@ def tokens(text: str) -> list[str]:
 def stem(word: str) -> str:
     """The Snowball stem of one lower-case word, Russian or English by its letters."""
     language = "russian" if _CYRILLIC.search(word) else "english"
-    return str(_STEMMERS[language].stemWord(word))
+    return str(_stemmers()[language].stemWord(word))
 
 
 def stems(text: str) -> list[str]:

@@ -214,3 +214,36 @@ def test_replay_refuses_a_recorded_oversized_question_again(engine: Engine, lang
     assert again.blocked and again.input_error == big.outcome["input_error"]
     assert [run.status for run in again.hooks] == ["skipped"]
     assert Replayer(engine).outcome(small).input_error is None
+
+
+def test_stemming_from_many_threads_at_once_gives_each_words_own_stem() -> None:
+    # Snowball stemmer objects keep their word in the object: shared between threads they
+    # stemmed wrongly or raised IndexError (seen in the soak as a failing faq_cache).
+    import sys
+    import threading
+
+    from engine import text
+
+    words = [f"{w}{i}" for i in range(3000) for w in ("running", "delivery", "доставки")]
+    expected = {
+        w: text._stemmers()[("russian" if "д" in w else "english")].stemWord(w) for w in words
+    }
+    text.stem.cache_clear()
+    wrong: list[str] = []
+
+    def work(part: list[str]) -> None:
+        for w in part:
+            if text.stem(w) != expected[w]:
+                wrong.append(w)
+
+    threads = [threading.Thread(target=work, args=(words[i::4],)) for i in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # switch threads often, as a busy host does
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert wrong == []
