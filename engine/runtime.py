@@ -72,7 +72,14 @@ class Engine:
         self.db_override = db
         self.store = self.open_store(db or "")
         self.writer = (
-            RecordWriter(self.store, retention=self.settings.retention) if records else None
+            RecordWriter(
+                self.store,
+                retention=self.settings.retention,
+                buffer_max=self.settings.records.buffer_max,
+                retry_s=self.settings.records.retry_s,
+            )
+            if records
+            else None
         )
         self.services = Services(
             self.store, self.memo_for, self.writer.submit if self.writer else None

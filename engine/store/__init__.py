@@ -47,6 +47,15 @@ class Store(Protocol):
         """The loss ledger: losses per cause, the newest error and its time."""
         ...
 
+    def file_lost(self) -> str | None:
+        """Why the store's file is no longer the one it has open (deleted or replaced);
+        None while it is, and for stores that are no file."""
+        ...
+
+    def reopen(self) -> None:
+        """Open the store's file anew after ``file_lost`` (create and migrate it)."""
+        ...
+
     def state_load(self, hook: str, scope: str) -> dict[str, Any]:
         """The JSON state of one hook in one scope (empty if none)."""
         ...

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
 from engine.encoding import escape_text
+from engine.errors import StoreError
 from engine.store.db import to_url
 from engine.store.faq import FaqTables
 from engine.store.memory import MemoryTables
@@ -28,8 +31,55 @@ def _width(column: sa.Column[Any]) -> int | None:
     return getattr(column.type, "length", None)
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The device and inode of the file at ``path`` (None: there is none)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 class SqlStore(FaqTables, MemoryTables):
     """The engine's store on one database. Thread-safe; several processes may share it."""
+
+    def __init__(self, url_or_path: str) -> None:
+        super().__init__(url_or_path)
+        database = sa.make_url(self.url).database if self.is_sqlite else None
+        self.file = Path(database) if database and database != ":memory:" else None
+        """The SQLite file (None: PostgreSQL or an in-memory database)."""
+        self._opened = _identity(self.file) if self.file else None
+
+    # -- the file under the store ----------------------------------------------------------
+
+    def file_lost(self) -> str | None:
+        """Why the SQLite file at the store's path is no longer the one this store has open
+        (deleted, or replaced by another file); None while it is, and for PostgreSQL."""
+        if self.file is None:
+            return None
+        now = _identity(self.file)
+        if now == self._opened:
+            return None
+        if now is None:
+            return f"store file {self.file} was deleted while the engine had it open"
+        return f"store file {self.file} was replaced by another file while the engine had it open"
+
+    def reopen(self) -> None:
+        """Drop the connections to the lost file and open (create, migrate) the file at the
+        path now.
+
+        Raises:
+            StoreError: the new file cannot be created or migrated.
+        """
+        if self.file is None:
+            return
+        self.engine.dispose()  # SQLite checkpoints and removes the old file's -wal on close
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot reopen store {self.display_url}: {exc}") from exc
+        self._write(self._migrate)
+        self._opened = _identity(self.file)
 
     # -- records ---------------------------------------------------------------------------
 
