@@ -230,10 +230,14 @@ class Engine:
         assert self.reloader is not None
         return self.reloader.reload_agent(name).ok
 
-    def flush(self) -> None:
-        """Wait until every record submitted so far is written."""
-        if self.writer:
-            self.writer.flush()
+    def flush(self, timeout: float | None = 30.0) -> bool:
+        """Wait until every record submitted so far is written or counted as dropped.
+
+        Returns:
+            True when they are; False after ``timeout`` seconds, or at once while the
+            store is down (the writer keeps them and retries: see ``status()["records"]``).
+        """
+        return self.writer.flush(timeout) if self.writer else True
 
     def close(self) -> None:
         """Flush records, stop sandbox workers, close stores. Safe to call twice."""

@@ -40,6 +40,22 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+def _held_here(paths: list[Path]) -> list[Path]:
+    """Those of ``paths`` this process has open (Linux ``/proc``; elsewhere none)."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return []
+    held: set[tuple[int, int]] = set()
+    for fd in fds:
+        try:
+            st = os.stat(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        held.add((st.st_dev, st.st_ino))
+    return [path for path in paths if _identity(path) in held]
+
+
 class SqlStore(FaqTables, MemoryTables):
     """The engine's store on one database. Thread-safe; several processes may share it."""
 
@@ -73,8 +89,14 @@ class SqlStore(FaqTables, MemoryTables):
         """
         if self.file is None:
             return
-        self.engine.dispose()  # SQLite checkpoints and removes the old file's -wal on close
+        # SQLite keeps the -wal and -shm of a file unlinked or renamed under it: a new file
+        # at the path would read the old file's pages from them. Ours are the ones this
+        # process still has open.
+        journals = _held_here([Path(f"{self.file}{suffix}") for suffix in ("-wal", "-shm")])
+        self.engine.dispose()
         try:
+            for journal in journals:
+                journal.unlink(missing_ok=True)
             self.file.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot reopen store {self.display_url}: {exc}") from exc
