@@ -10,6 +10,7 @@ from engine.errors import (
     ScriptLimitError,
     ScriptRuntimeError,
     StoreError,
+    StoreUnavailableError,
 )
 from engine.outcome import Outcome
 from engine.points import Point, Scope
@@ -33,4 +34,5 @@ __all__ = [
     "ScriptLimitError",
     "ScriptRuntimeError",
     "StoreError",
+    "StoreUnavailableError",
 ]

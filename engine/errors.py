@@ -11,6 +11,7 @@
     ├── PluginError             a change a point does not accept, an unknown point
     ├── InputError              the host's event is not JSON data; .problems by path
     └── StoreError              the store could not read or write
+        └── StoreUnavailableError   the store as a whole cannot write now (down, disk full)
 
 Foreign exceptions (YAML, pydantic, RestrictedPython, QuickJS, SQLAlchemy) are translated
 where they happen, with the original kept as ``__cause__``.
@@ -174,3 +175,8 @@ class InputError(EngineError):
 
 class StoreError(EngineError):
     """The store could not read or write."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store as a whole cannot write now (unreachable, its disk full, locked past the
+    busy timeout): no fault of what was written, so worth writing again later."""

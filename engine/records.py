@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine.encoding import MAX_DEPTH, encode_fields, escape_text, is_clean
-from engine.errors import StoreError
+from engine.errors import StoreError, StoreUnavailableError
 from engine.store import Record, Store
 from engine.store.records import HookRun, RecordLoss
 
@@ -162,7 +162,8 @@ class RecordWriter:
     stops (the engine calls it on close and at exit).
 
     A batch the store refuses is written again record by record, so one bad record is the
-    only loss. When the store takes neither a record nor the note of its loss, it is down:
+    only loss. When the store says it cannot write now (``StoreUnavailableError``: down, disk
+    full), or takes neither a record nor the note of its loss, it is down:
     the writer keeps the rest, in order, and tries again with back-off (``RETRY_FIRST_S``
     doubling up to ``RETRY_MAX_S``). Records are dropped only past the buffer's bounds:
     ``overflow`` past ``buffer_max`` records waiting, ``expired`` after ``retry_s`` seconds,
@@ -339,6 +340,9 @@ class RecordWriter:
         lost_before = self._burst
         try:
             self.store.add_records(records)
+        except StoreUnavailableError as exc:  # no record's fault: all of them wait
+            self._error(exc)
+            return batch
         except Exception:  # noqa: BLE001 - retried one by one: each loss counted there
             for i, record in enumerate(records):
                 if not self._write_one(record):  # down: trying the rest would only wait
@@ -357,6 +361,9 @@ class RecordWriter:
         the store is down (it took neither the record nor the note of its loss)."""
         try:
             self.store.add_records([record])
+        except StoreUnavailableError as exc:
+            self._error(exc)
+            return False
         except Exception as exc:  # noqa: BLE001 - a refusal is this record's loss
             if not self._lose(record, _cause_of(exc), exc, down_ok=True):
                 self._error(exc)

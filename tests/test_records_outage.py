@@ -27,7 +27,7 @@ import pytest
 import sqlalchemy as sa
 
 from engine.cli.cmd_ops import records_lines
-from engine.errors import StoreError
+from engine.errors import StoreError, StoreUnavailableError
 from engine.outcome import Outcome
 from engine.records import RecordWriter
 from engine.runtime import Engine
@@ -108,10 +108,16 @@ def stored_ids(engine: Engine) -> list[str]:
 
 
 class Outage:
-    """A store that refuses every write while ``down`` (records and loss notes alike)."""
+    """A store that refuses every write while ``down`` (records and loss notes alike), with
+    a plain ``StoreError`` (the writer finds out that it is down: the loss note fails too)
+    or, with ``says_so``, the ``StoreUnavailableError`` the SQL store raises for the driver's
+    operational errors."""
 
-    def __init__(self, engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(
+        self, engine: Engine, monkeypatch: pytest.MonkeyPatch, *, says_so: bool = False
+    ) -> None:
         self.add_records, self.add_loss = engine.store.add_records, engine.store.add_record_loss
+        self.error = StoreUnavailableError if says_so else StoreError
         self.down, self.attempts = False, 0
         monkeypatch.setattr(engine.store, "add_records", self._records)
         monkeypatch.setattr(engine.store, "add_record_loss", self._loss)
@@ -119,7 +125,7 @@ class Outage:
     def _fail(self) -> None:
         if self.down:
             self.attempts += 1
-            raise StoreError("store: write failed: connection refused (test outage)")
+            raise self.error("store: write failed: connection refused (test outage)")
 
     def _records(self, records: list[Record]) -> None:
         self._fail()
@@ -140,12 +146,13 @@ def engine(tmp_path: Path, db_url: str) -> Iterator[Engine]:
 # -- an outage of the store --------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("says_so", [False, True], ids=["found_out", "says_so"])
 def test_an_outage_keeps_every_record_in_order_and_writes_it_when_the_store_is_back(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, says_so: bool
 ) -> None:
     before = calls(engine, 6)
     engine.flush()
-    outage = Outage(engine, monkeypatch)
+    outage = Outage(engine, monkeypatch, says_so=says_so)
     outage.down = True
     with caplog.at_level(logging.WARNING, logger="engine.records"):
         during = calls(engine, 30, start=6)
@@ -155,7 +162,9 @@ def test_an_outage_keeps_every_record_in_order_and_writes_it_when_the_store_is_b
         assert h["store_reachable"] is False and h["down_since"] and h["dropped"] == {}
         assert h["queued"] == 30 and h["buffered"] == 30 and h["written"] == 6
         assert "connection refused (test outage)" in h["last_error"]
-        assert outage.attempts <= 3 * (h["retries"] + 1)  # the batch, its first record, a note
+        # per attempt: the batch, its first record alone and that one's loss note; or only
+        # the batch when the store says it cannot write
+        assert outage.attempts <= (1 if says_so else 3) * (h["retries"] + 1)
         outage.down = False
         took = wait_until(lambda: settled(engine), RECOVERY_S, "recovery")
     after = calls(engine, 3, start=36)
@@ -250,6 +259,15 @@ def test_an_outage_shows_in_status_the_cli_lines_and_http(
 # -- a full disk -------------------------------------------------------------------------------
 
 
+def mount_tmpfs(folder: Path) -> bool:
+    """Mount a 2 MB tmpfs at ``folder``; False without the right (or the tool) to mount."""
+    command = ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)]
+    try:
+        return subprocess.run(command, capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
 @contextlib.contextmanager
 def small_disk(folder: Path) -> Iterator[Callable[[bool], None]]:
     """A 2 MB tmpfs at ``folder``; yields ``full(on)``: fill it to the last byte, or free it.
@@ -258,12 +276,7 @@ def small_disk(folder: Path) -> Iterator[Callable[[bool], None]]:
     SQLITE_FULL error, set on every connection of the store at ``folder/store.db``.
     """
     folder.mkdir(parents=True)
-    mounted = (
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)], capture_output=True
-        ).returncode
-        == 0
-    )
+    mounted = mount_tmpfs(folder)
     filler = folder / "filler"
 
     def full(on: bool) -> None:
@@ -321,7 +334,7 @@ def test_a_full_disk_holds_records_until_space_is_freed(tmp_path: Path) -> None:
             _capped.clear()
 
 
-# -- PostgreSQL down for a while ------------------------------------------------------------------
+# -- PostgreSQL down for a while ---------------------------------------------------------------
 
 
 class Proxy:
@@ -415,7 +428,7 @@ def test_postgresql_down_for_a_while_loses_no_record(tmp_path: Path) -> None:
             proxy.close()
 
 
-# -- the SQLite file deleted or replaced ------------------------------------------------------------
+# -- the SQLite file deleted or replaced -------------------------------------------------------
 
 
 def remove_store(path: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from engine.encoding import escape_text
-from engine.errors import StoreError
+from engine.errors import StoreError, StoreUnavailableError
 from engine.store.db import to_url
 from engine.store.faq import FaqTables
 from engine.store.memory import MemoryTables
@@ -106,6 +106,12 @@ class SqlStore(FaqTables, MemoryTables):
     # -- records ---------------------------------------------------------------------------
 
     def add_records(self, records: list[Record]) -> None:
+        """Write ``records`` in one transaction.
+
+        Raises:
+            StoreUnavailableError: the database cannot write now (down, disk full, locked).
+            StoreError: it refused these rows.
+        """
         if not records:
             return
         t = records_table
@@ -128,7 +134,13 @@ class SqlStore(FaqTables, MemoryTables):
             "INSERT INTO records (id, time, agent, point, scope_key, generation, data) "
             f"VALUES ({', '.join([mark] * 7)})"
         )
-        self._write(lambda conn: conn.exec_driver_sql(sql, rows))
+        try:
+            self._write(lambda conn: conn.exec_driver_sql(sql, rows))
+        except StoreError as exc:
+            # the driver's operational errors are the database's state, not the rows'
+            if isinstance(exc.__cause__, sa.exc.OperationalError | sa.exc.InterfaceError):
+                raise StoreUnavailableError(str(exc)) from exc.__cause__
+            raise
 
     def query_records(self, query: RecordQuery) -> list[Record]:
         t = records_table
