@@ -203,6 +203,8 @@ class RecordWriter:
         self._burst = 0
         """Records lost since the last fully written batch (0: no failure burst open)."""
         self._overflowing = False
+        self._file_failing = False
+        """A vanished file could not be reopened yet (logged once until it is)."""
         self._buffer: collections.deque[Item] = collections.deque()
         self._held: collections.deque[Held] = collections.deque()
         """Prepared records a store that is down did not take, oldest first (writer only)."""
@@ -255,9 +257,10 @@ class RecordWriter:
         file_notice}``."""
         with self._count_lock:
             h = self._health
+            queued = self._submitted - self._done
             return {
-                "queued": self._submitted - self._done,
-                "buffered": len(self._held),
+                "queued": queued,
+                "buffered": queued if h.down_since is not None else 0,
                 "written": h.written,
                 "dropped": dict(h.dropped),
                 "last_error": h.last_error,
@@ -440,7 +443,8 @@ class RecordWriter:
     def _check_file(self) -> FileCheck:
         """Check that the store's file is still the one it has open. A deleted or replaced
         file is reopened: records then go to a new file at the configured path, where
-        operators and ``hookengine records`` look; one that cannot be opened is an outage."""
+        operators and ``hookengine records`` look; one that cannot be opened is an outage
+        (tried again at each attempt, logged once until it opens)."""
         self._checked_at = _clock()
         try:
             lost = self.store.file_lost()
@@ -452,15 +456,19 @@ class RecordWriter:
         try:
             self.store.reopen()
         except Exception as exc:  # noqa: BLE001 - kept and retried as an outage
-            notice, result = f"{lost}; a new file could not be opened: {_text(exc)}", None
             self._error(exc)
-        else:
-            notice, result = f"{lost}; records now go to a new file at that path", True
+            self._file_notice(f"{lost}; a new file could not be opened: {_text(exc)}", False)
+            return FileCheck.FAILED
+        self._file_notice(f"{lost}; records now go to a new file at that path", True)
+        return FileCheck.REOPENED
+
+    def _file_notice(self, notice: str, reopened: bool) -> None:
         with self._count_lock:
             self._health.file_notice = f"{_now()}: {notice}"
-            self._health.file_replaced += 1 if result else 0
-        log.error("%s", notice)
-        return FileCheck.REOPENED if result else FileCheck.FAILED
+            self._health.file_replaced += reopened
+        if reopened or not self._file_failing:
+            log.error("%s", notice)
+        self._file_failing = not reopened
 
     def _resolve(self, n: int) -> None:
         """``n`` more records are written or counted lost: wake ``flush``."""

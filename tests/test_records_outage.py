@@ -505,3 +505,30 @@ def test_an_idle_writer_notices_a_deleted_file_without_a_record_to_write(
             "the idle check",
         )
         assert db.exists() and health(engine)["file_notice"]
+
+
+def test_a_vanished_file_that_cannot_be_reopened_is_an_outage_until_it_can(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = tmp_path / "data" / "store.db"
+    with Engine.load(config(tmp_path / "config"), db=str(db)) as engine:
+        calls(engine, 3)
+        engine.flush()
+        with caplog.at_level(logging.ERROR, logger="engine.records"):
+            shutil.rmtree(db.parent)
+            db.parent.write_text("a file where the store's folder was")  # no new file there
+            later = calls(engine, 10, start=3)
+            wait_until(lambda: health(engine)["retries"] >= 3, 10, "retries")
+            h = health(engine)
+            assert h["store_reachable"] is False and h["buffered"] == 10 and h["dropped"] == {}
+            assert "a new file could not be opened" in h["file_notice"]
+            assert h["file_replaced"] == 0
+            db.parent.unlink()
+            took = wait_until(lambda: settled(engine), RECOVERY_S, "reopened")
+        engine.flush()
+        assert accounted(engine, 13) == {} and took < RECOVERY_S
+        assert health(engine)["file_replaced"] == 1
+        assert stored_ids(engine) == [o.id for o in later]
+        notices = [r.getMessage() for r in caplog.records if "store file" in r.getMessage()]
+        assert len(notices) == 2  # once failing (not at each retry), once reopened
+        assert "could not be opened" in notices[0] and "new file at that path" in notices[1]
