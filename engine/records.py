@@ -313,8 +313,6 @@ class RecordWriter:
                 self._held.extendleft(reversed(rest))
                 if len(rest) < len(batch) or self._check_file() != FileCheck.REOPENED:
                     self._went_down()
-                    if self._stop and _clock() >= self._stop_at + self.CLOSE_GRACE_S:
-                        self._give_up()
                     return
                 continue  # the file vanished under the batch: write it to the new one
             self._came_back()
@@ -418,6 +416,8 @@ class RecordWriter:
         with self._drained:
             self._drained.notify_all()  # flush does not wait for a store that is down
         self._backoff = min(self.RETRY_MAX_S, max(self.RETRY_FIRST_S, self._backoff * 2))
+        if self._stop and _clock() >= self._stop_at + self.CLOSE_GRACE_S:
+            self._give_up()
 
     def _came_back(self) -> None:
         if not self._backoff:

@@ -212,14 +212,19 @@ def test_records_waiting_past_retry_s_expire_oldest_first(
         assert not {o.id for o in old} & set(stored_ids(engine))
 
 
+@pytest.mark.parametrize("fault", ["refused", "unopenable_file"])
 def test_closing_on_a_store_that_stays_down_drops_the_rest_as_unavailable_in_bounded_time(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str
 ) -> None:
-    engine = Engine.load(config(tmp_path / "config"), db=str(tmp_path / "store.db"))
+    db = tmp_path / "data" / "store.db"
+    engine = Engine.load(config(tmp_path / "config"), db=str(db))
     assert engine.writer is not None
     monkeypatch.setattr(engine.writer, "CLOSE_GRACE_S", 0.5)
-    outage = Outage(engine, monkeypatch)
-    outage.down = True
+    if fault == "refused":
+        Outage(engine, monkeypatch).down = True
+    else:  # the store's file vanished and its folder is now a file: nothing can reopen it
+        shutil.rmtree(db.parent)
+        db.parent.write_text("not a folder")
     calls(engine, 9)
     wait_until(lambda: not health(engine)["store_reachable"], 10, "the outage noticed")
     start = time.monotonic()
