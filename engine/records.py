@@ -413,8 +413,6 @@ class RecordWriter:
                     h.last_error, self.buffer_max, self.retry_s,
                 )  # fmt: skip
             h.retries += 1
-        with self._drained:
-            self._drained.notify_all()  # flush does not wait for a store that is down
         self._backoff = min(self.RETRY_MAX_S, max(self.RETRY_FIRST_S, self._backoff * 2))
         if self._stop and _clock() >= self._stop_at + self.CLOSE_GRACE_S:
             self._give_up()
@@ -531,18 +529,14 @@ class RecordWriter:
         """Wait until every record submitted so far is written or dropped (or ``timeout``).
 
         Returns:
-            True when they are; False on timeout or as soon as the store is down (the
-            writer keeps the records and retries; ``health()`` shows them waiting).
+            True when they are; False on timeout (a store that is down keeps records up to
+            ``retry_s``: ``health()`` shows them waiting).
         """
         with self._count_lock:
             target = self._submitted
         self._wake.set()
         with self._drained:
-            self._drained.wait_for(
-                lambda: self._done >= target or self._health.down_since is not None,
-                timeout=timeout,
-            )
-            return self._done >= target
+            return self._drained.wait_for(lambda: self._done >= target, timeout=timeout)
 
     def close(self) -> None:
         """Write what is left and stop; a store that is down gets ``CLOSE_GRACE_S`` more."""

@@ -210,8 +210,9 @@ class Engine:
             raise EngineError(f"no agent {name!r} (loaded: {known})") from None
 
     def records(self, query: RecordQuery | None = None, **filters: Any) -> list[Record]:
-        """Stored records, newest first (pending writes are flushed first)."""
-        if self.writer:
+        """Stored records, newest first (pending writes are flushed first, unless the store
+        is down: then the query fails at once with StoreError rather than wait)."""
+        if self.writer and self.writer.health()["store_reachable"]:
             self.writer.flush()
         return self.store.query_records(query or RecordQuery(**filters))
 
@@ -234,8 +235,8 @@ class Engine:
         """Wait until every record submitted so far is written or counted as dropped.
 
         Returns:
-            True when they are; False after ``timeout`` seconds, or at once while the
-            store is down (the writer keeps them and retries: see ``status()["records"]``).
+            True when they are; False after ``timeout`` seconds (while the store is down
+            the writer keeps them and retries: see ``status()["records"]``).
         """
         return self.writer.flush(timeout) if self.writer else True
 
