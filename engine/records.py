@@ -73,7 +73,8 @@ class FileCheck(enum.Enum):
 Item = tuple[Record, list[str], float]
 """A submitted record, its mask, and when it was submitted (``time.monotonic``)."""
 Held = tuple[Record, float]
-"""A prepared record the store did not take yet, and when it was submitted."""
+"""A prepared record the store did not take yet, and when it was submitted. It may be stored
+all the same (a commit whose answer was lost), so it is written ``again`` (see Store)."""
 
 
 class RecordWriter:
@@ -134,6 +135,8 @@ class RecordWriter:
         """Prepared records a store that is down did not take, oldest first (writer only)."""
         self._backoff = 0.0
         """The wait before the next attempt (0: the store is up)."""
+        self._retried = False
+        """The batch being written holds records written before (``Held``)."""
         self._submitted = 0
         self._done = 0
         self._count_lock = threading.Lock()
@@ -246,6 +249,7 @@ class RecordWriter:
         """Up to ``batch`` records: the held ones first (they are older), then new ones
         prepared (masked, encoded); a record that cannot be prepared is lost here."""
         batch: list[Held] = []
+        self._retried = bool(self._held)
         while self._held and len(batch) < self.batch:
             batch.append(self._held.popleft())
         while self._buffer and len(batch) < self.batch:
@@ -262,15 +266,16 @@ class RecordWriter:
         store that is down failed on, or the whole batch when the store's file vanished
         under it (the records went to the lost file: nothing is counted yet)."""
         records = [record for record, _ in batch]
+        again = self._retried
         lost_before = self._burst
         try:
-            self.store.add_records(records)
+            self.store.add_records(records, again=again)
         except StoreUnavailableError as exc:  # no record's fault: all of them wait
             self._error(exc)
             return batch
         except Exception:  # noqa: BLE001 - retried one by one: each loss counted there
             for i, record in enumerate(records):
-                if not self._write_one(record):  # down: trying the rest would only wait
+                if not self._write_one(record, again=again):  # down: the rest would wait
                     return batch[i:]
         else:
             if self._file_lost():
@@ -281,11 +286,11 @@ class RecordWriter:
             self._end_burst()
         return []
 
-    def _write_one(self, record: Record) -> bool:
+    def _write_one(self, record: Record, *, again: bool) -> bool:
         """Write ``record`` alone, or count it lost when the store refuses it; False when
         the store is down (it took neither the record nor the note of its loss)."""
         try:
-            self.store.add_records([record])
+            self.store.add_records([record], again=again)
         except StoreUnavailableError as exc:
             self._error(exc)
             return False

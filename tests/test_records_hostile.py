@@ -116,12 +116,12 @@ class Gate:
         self.entered, self.released = threading.Event(), threading.Event()
         monkeypatch.setattr(engine.store, "add_records", self)
 
-    def __call__(self, records: list[Record]) -> None:
+    def __call__(self, records: list[Record], *, again: bool = False) -> None:
         self.batches.append([r.id for r in records])
         if len(self.batches) == 1:
             self.entered.set()
             self.released.wait(30)
-        self.write(records)
+        self.write(records, again=again)
 
     def hold(self, engine: Engine) -> None:
         engine.agent("plain").tool_call("warm", {}, user_id="warm")
@@ -267,13 +267,13 @@ class Refuse:
         self.write, self.exc, self.calls = engine.store.add_records, exc, 0
         monkeypatch.setattr(engine.store, "add_records", self)
 
-    def __call__(self, records: list[Record]) -> None:
+    def __call__(self, records: list[Record], *, again: bool = False) -> None:
         self.calls += 1
         if any(r.scope_key == "user:victim" for r in records):
             raise self.exc
-        self.write(records)
+        self.write(records, again=again)
 
-    def refuse_all(self, *args: object) -> None:
+    def refuse_all(self, *args: object, **options: object) -> None:
         """A store that is down: ``Refuse(...)`` on every record."""
         self.calls += 1
         raise self.exc

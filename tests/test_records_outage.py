@@ -119,6 +119,10 @@ class Outage:
         self.add_records, self.add_loss = engine.store.add_records, engine.store.add_record_loss
         self.error = StoreUnavailableError if says_so else StoreError
         self.down, self.attempts = False, 0
+        self.answer_lost = False
+        """Writes go through while ``down``, and fail after their commit."""
+        self.again: list[bool] = []
+        """``again`` of each ``add_records`` call."""
         monkeypatch.setattr(engine.store, "add_records", self._records)
         monkeypatch.setattr(engine.store, "add_record_loss", self._loss)
 
@@ -127,9 +131,12 @@ class Outage:
             self.attempts += 1
             raise self.error("store: write failed: connection refused (test outage)")
 
-    def _records(self, records: list[Record]) -> None:
+    def _records(self, records: list[Record], *, again: bool = False) -> None:
+        self.again.append(again)
+        if self.answer_lost and self.down:  # committed, but the answer never came back
+            self.add_records(records, again=again)
         self._fail()
-        self.add_records(records)
+        self.add_records(records, again=again)
 
     def _loss(self, loss: Any) -> None:
         self._fail()
@@ -174,6 +181,23 @@ def test_an_outage_keeps_every_record_in_order_and_writes_it_when_the_store_is_b
     messages = [r.getMessage() for r in caplog.records]
     assert sum("the store is down" in m for m in messages) == 1
     assert sum("the store is back" in m for m in messages) == 1
+
+
+@pytest.mark.parametrize("says_so", [False, True], ids=["found_out", "says_so"])
+def test_records_whose_commit_went_unanswered_are_written_once_and_not_counted_lost(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, says_so: bool
+) -> None:
+    outage = Outage(engine, monkeypatch, says_so=says_so)
+    outage.down = outage.answer_lost = True
+    outs = calls(engine, 12)
+    wait_until(lambda: health(engine)["retries"] >= 2, 10, "retries")
+    outage.down = False
+    wait_until(lambda: settled(engine), RECOVERY_S, "recovery")
+    # without ``again`` the retry would hit the stored ids and count them as store losses
+    assert accounted(engine, 12) == {}
+    assert health(engine)["written"] == 12
+    assert stored_ids(engine) == [o.id for o in outs]  # each once
+    assert outage.again[0] is False and outage.again[-1] is True
 
 
 def test_records_past_buffer_max_are_dropped_as_overflow(

@@ -27,8 +27,9 @@ class Store(Protocol):
 
     url: str
 
-    def add_records(self, records: list[Record]) -> None:
-        """Write records (one transaction)."""
+    def add_records(self, records: list[Record], *, again: bool = False) -> None:
+        """Write records (one transaction). ``again``: they may be stored already (a write
+        whose commit went unanswered); those are skipped, not refused."""
         ...
 
     def query_records(self, query: RecordQuery) -> list[Record]:

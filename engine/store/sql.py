@@ -105,8 +105,9 @@ class SqlStore(FaqTables, MemoryTables):
 
     # -- records ---------------------------------------------------------------------------
 
-    def add_records(self, records: list[Record]) -> None:
-        """Write ``records`` in one transaction.
+    def add_records(self, records: list[Record], *, again: bool = False) -> None:
+        """Write ``records`` in one transaction; with ``again``, one whose id is stored
+        already is skipped (it is the same record: a commit whose answer was lost).
 
         Raises:
             StoreUnavailableError: the database cannot write now (down, disk full, locked).
@@ -133,7 +134,7 @@ class SqlStore(FaqTables, MemoryTables):
         sql = (
             "INSERT INTO records (id, time, agent, point, scope_key, generation, data) "
             f"VALUES ({', '.join([mark] * 7)})"
-        )
+        ) + (" ON CONFLICT (id) DO NOTHING" if again else "")
         try:
             self._write(lambda conn: conn.exec_driver_sql(sql, rows))
         except StoreError as exc:
