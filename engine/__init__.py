@@ -11,6 +11,7 @@ from engine.errors import (
     ScriptLimitError,
     ScriptRuntimeError,
     StoreError,
+    StoreUnavailableError,
 )
 from engine.outcome import Outcome
 from engine.points import Point, Scope
@@ -35,4 +36,5 @@ __all__ = [
     "ScriptLimitError",
     "ScriptRuntimeError",
     "StoreError",
+    "StoreUnavailableError",
 ]

@@ -17,7 +17,7 @@ The rule (docs/operations.md, "Record encoding"), applied to every string, key a
   fails); an integer too long to print becomes ``[truncated: integer of N bits]``.
 
 ``redact`` values are replaced by ``***`` inside every string and key, and a number whose
-text equals one becomes ``"***"`` (records.mask by value; see engine/records.py).
+text equals one becomes ``"***"`` (records.mask by value; see engine/masking.py).
 """
 
 from __future__ import annotations

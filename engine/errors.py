@@ -12,6 +12,7 @@
     ├── InputError              the host's event is not JSON data; .problems by path
     ├── EventError              the host called a point wrongly; .errors [{loc, msg}]
     └── StoreError              the store could not read or write
+        └── StoreUnavailableError   the store as a whole cannot write now (down, disk full)
 
 Foreign exceptions (YAML, pydantic, RestrictedPython, QuickJS, SQLAlchemy) are translated
 where they happen, with the original kept as ``__cause__``.
@@ -197,3 +198,8 @@ def _loc(loc: list[Any]) -> str:
 
 class StoreError(EngineError):
     """The store could not read or write."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store as a whole cannot write now (unreachable, its disk full, locked past the
+    busy timeout): no fault of what was written, so worth writing again later."""

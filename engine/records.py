@@ -1,33 +1,28 @@
-"""Writing records off the hot path: a background writer that masks, encodes and counts losses.
+"""Writing records off the hot path: a background writer that rides out store outages and
+counts every loss by cause.
 
-Everything that makes a record safe to store runs on the writer thread, not the caller's:
-masking by path and by value, then ``engine.encoding`` over each part (scalars, event, each
-hook, outcome; each part its own size budget, so one part cannot push another out).
+Everything that makes a record safe to store (engine/masking.py) runs on the writer thread,
+not the caller's.
 """
 
 from __future__ import annotations
 
 import collections
+import enum
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.encoding import MAX_DEPTH, encode_fields, escape_text, is_clean
-from engine.errors import StoreError
+from engine.encoding import escape_text
+from engine.errors import StoreError, StoreUnavailableError
+from engine.masking import prepare
 from engine.store import Record, Store
-from engine.store.records import HookRun, RecordLoss
+from engine.store.records import RecordLoss
 
 log = logging.getLogger("engine.records")
-
-MASK = "***"
-MIN_MASKED_VALUE = 4
-"""Shorter masked values are masked at their path only: redacting "1" or "yes" everywhere
-would garble every record and hide nothing an attacker could not guess."""
-SCALARS = ("id", "time", "agent", "point", "scope", "scope_key")
-_RUN_FIELDS: tuple[str, ...] = HookRun.__slots__
-"""HookRun's fields (read shallowly: ``asdict`` deep-copies, and hostile values nest deep)."""
 
 
 class Cause:
@@ -38,77 +33,12 @@ class Cause:
     STORE = "store"
     """The store refused it, written alone after its batch failed."""
     UNAVAILABLE = "unavailable"
-    """The store was down: it took neither the record nor the note of its loss (the rest of
-    that batch is counted here without trying each)."""
-
-
-def mask_fields(record: dict[str, Any], paths: list[str]) -> dict[str, Any]:
-    """``record`` with each dotted path (``event.input.password``) replaced by ``***``.
-
-    Copies only along the masked paths (no deep copy: a hostile event may nest deeply).
-    """
-    for path in paths:
-        record = _masked(record, path.split("."))
-    return record
-
-
-def _masked(node: Any, parts: list[str]) -> Any:
-    if isinstance(node, list):
-        return [_masked(item, parts) for item in node]
-    if not parts or not isinstance(node, dict) or parts[0] not in node:
-        return node
-    out = dict(node)
-    out[parts[0]] = MASK if len(parts) == 1 else _masked(node[parts[0]], parts[1:])
-    return out
-
-
-def masked_values(event: dict[str, Any], paths: list[str]) -> set[str]:
-    """The text of every string and number at the ``event.`` paths (whole subtrees), at least
-    ``MIN_MASKED_VALUE`` characters long: what masking by value redacts everywhere."""
-    found: set[str] = set()
-    for path in paths:
-        if path.startswith("event."):
-            _collect(event, path.split(".")[1:], found, 0)
-    return {v for v in found if len(v) >= MIN_MASKED_VALUE}
-
-
-def _collect(node: Any, parts: list[str], found: set[str], depth: int) -> None:
-    if depth > MAX_DEPTH:
-        return
-    if isinstance(node, list):
-        for item in node:
-            _collect(item, parts, found, depth + 1)
-    elif isinstance(node, dict):
-        if not parts:
-            for item in node.values():
-                _collect(item, parts, found, depth + 1)
-        elif parts[0] in node:
-            _collect(node[parts[0]], parts[1:], found, depth + 1)
-    elif not parts and isinstance(node, str | int | float) and not isinstance(node, bool):
-        found.add(str(node))
-
-
-def prepare(record: Record, mask: list[str]) -> Record:
-    """``record`` masked (by path, then by value) and encoded: safe to hand to any store.
-
-    The common case (nothing to mask, nothing to change) returns ``record`` itself.
-    """
-    data: dict[str, Any] = {name: getattr(record, name) for name in (*SCALARS, "event")}
-    data.update(hooks=record.hooks, outcome=record.outcome)
-    if not mask and is_clean(data):
-        return record
-    data["hooks"] = [{name: getattr(run, name) for name in _RUN_FIELDS} for run in record.hooks]
-    data = mask_fields(data, mask)
-    redact = tuple(masked_values(record.event, mask))
-    if is_clean(data, redact=redact):
-        parts = data
-    else:  # each part its own budget: one cannot push another out of the record
-        parts = encode_fields({name: data[name] for name in SCALARS}, redact=redact)
-        for name in ("event", "outcome"):
-            parts[name] = encode_fields(data[name], redact=redact)
-        parts["hooks"] = [encode_fields(run, redact=redact) for run in data["hooks"]]
-    hooks = [HookRun(**run) for run in parts.pop("hooks")]
-    return Record.model_construct(**parts, hooks=hooks, generation=record.generation)
+    """The engine closed while the store was down (after ``RecordWriter.CLOSE_GRACE_S`` of
+    trying): the records still waiting."""
+    OVERFLOW = "overflow"
+    """``buffer_max`` records were already waiting (the store down or too slow)."""
+    EXPIRED = "expired"
+    """It waited ``retry_s`` for a store that stayed down."""
 
 
 @dataclass
@@ -119,38 +49,102 @@ class Health:
     dropped: dict[str, int] = field(default_factory=dict)
     last_error: str | None = None
     last_error_at: str | None = None
+    down_since: str | None = None
+    """When the store stopped taking records (None: it takes them)."""
+    retries: int = 0
+    """Failed attempts since ``down_since``."""
+    file_replaced: int = 0
+    """Times the store's file vanished (deleted or replaced) and a new one was opened."""
+    file_notice: str | None = None
+    """What happened to the store's file last, and what the writer did."""
+
+
+class FileCheck(enum.Enum):
+    """What ``RecordWriter._check_file`` found."""
+
+    SAME = "same"
+    """The store's file is the one it has open (or the store is no file)."""
+    REOPENED = "reopened"
+    """The file had vanished; a new one is open at the path."""
+    FAILED = "failed"
+    """The file had vanished and no new one could be opened: an outage."""
+
+
+Item = tuple[Record, list[str], float]
+"""A submitted record, its mask, and when it was submitted (``time.monotonic``)."""
+Held = tuple[Record, float]
+"""A prepared record the store did not take yet, and when it was submitted. It may be stored
+all the same (a commit whose answer was lost), so it is written ``again`` (see Store)."""
 
 
 class RecordWriter:
-    """Writes records in batches from a background thread.
+    """Writes records in batches from a background thread, riding out store outages.
 
     ``submit`` only appends to a buffer: it neither blocks on I/O nor wakes the writer for
     each record (a wake-up per record costs more than the write). The writer drains the
     buffer every ``interval`` seconds, or at once when ``batch`` records are waiting.
-    ``flush`` waits until everything submitted is written; ``close`` flushes and stops (the
-    engine calls it on close and at exit).
+    ``flush`` waits until everything submitted is written or dropped; ``close`` flushes and
+    stops (the engine calls it on close and at exit).
 
     A batch the store refuses is written again record by record, so one bad record is the
-    only loss; each loss is counted by cause (``health()``), kept in the store's loss ledger
-    when the store takes it (``hookengine status`` reads it), and logged once per burst.
+    only loss. When the store says it cannot write now (``StoreUnavailableError``: down, disk
+    full), or takes neither a record nor the note of its loss, it is down:
+    the writer keeps the rest, in order, and tries again with back-off (``RETRY_FIRST_S``
+    doubling up to ``RETRY_MAX_S``). Records are dropped only past the buffer's bounds:
+    ``overflow`` past ``buffer_max`` records waiting, ``expired`` after ``retry_s`` seconds,
+    ``unavailable`` when the engine closes on a store that stays down for ``CLOSE_GRACE_S``.
+    Before and after each batch the writer checks that the store's file is still the one it
+    has open; a deleted or replaced file is reopened (see ``_check_file``). Every loss is
+    counted by cause (``health()``), kept in the store's loss ledger when the store takes it
+    (``hookengine status`` reads it), and logged once per burst.
     """
 
+    RETRY_FIRST_S = 0.1
+    RETRY_MAX_S = 2.0
+    """The longest wait between attempts: records flow again at most this long after the
+    store is back."""
+    CLOSE_GRACE_S = 5.0
+    """How long ``close`` keeps trying a store that is down before it drops what is left."""
+    IDLE_CHECK_S = 1.0
+    """How often an idle writer checks the store's file (a busy one checks every batch)."""
+
     def __init__(
-        self, store: Store, *, retention: int = 0, batch: int = 500, interval: float = 0.05
+        self,
+        store: Store,
+        *,
+        retention: int = 0,
+        batch: int = 500,
+        interval: float = 0.05,
+        buffer_max: int = 50_000,
+        retry_s: float = 120.0,
     ) -> None:
         self.store = store
         self.retention = retention
         self.batch = batch
         self.interval = interval
+        self.buffer_max = buffer_max
+        self.retry_s = retry_s
         self._health = Health()
         self._burst = 0
         """Records lost since the last fully written batch (0: no failure burst open)."""
-        self._buffer: collections.deque[tuple[Record, list[str]]] = collections.deque()
+        self._overflowing = False
+        self._file_failing = False
+        """A vanished file could not be reopened yet (logged once until it is)."""
+        self._buffer: collections.deque[Item] = collections.deque()
+        self._held: collections.deque[Held] = collections.deque()
+        """Prepared records a store that is down did not take, oldest first (writer only)."""
+        self._backoff = 0.0
+        """The wait before the next attempt (0: the store is up)."""
+        self._retried = False
+        """The batch being written holds records written before (``Held``)."""
         self._submitted = 0
         self._done = 0
         self._count_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = False
+        self._stop_at = 0.0
+        self._checked_at = time.monotonic()
+        self._halt = threading.Event()
         self._drained = threading.Condition()
         self._thread = threading.Thread(target=self._loop, name="hookengine-records", daemon=True)
         self._thread.start()
@@ -162,72 +156,252 @@ class RecordWriter:
     def submit(self, record: Record, mask: list[str] | None = None) -> None:
         with self._count_lock:  # uncontended almost always: far cheaper than a wake-up
             self._submitted += 1
-            self._buffer.append((record, mask or []))
+            if self._submitted - self._done > self.buffer_max:
+                self._overflow(record)
+                return
+            self._buffer.append((record, mask or [], time.monotonic()))
         if len(self._buffer) >= self.batch:
             self._wake.set()
 
+    def _overflow(self, record: Record) -> None:
+        """Drop ``record``: the buffer is full (the caller holds ``_count_lock``)."""
+        h = self._health
+        h.dropped[Cause.OVERFLOW] = h.dropped.get(Cause.OVERFLOW, 0) + 1
+        h.last_error = f"the record buffer is full ({self.buffer_max} records waiting)"
+        h.last_error_at = _now()
+        self._done += 1
+        if not self._overflowing:
+            self._overflowing = True
+            log.error(
+                "record %s (agent %r, %s) dropped (overflow): %s; further losses are counted "
+                "in status() until writes succeed again",
+                record.id, record.agent, record.point, h.last_error,
+            )  # fmt: skip
+
     def health(self) -> dict[str, Any]:
-        """``{queued, written, dropped: {cause: n}, last_error, last_error_at}``."""
+        """``{queued, buffered, written, dropped: {cause: n}, last_error, last_error_at,
+        store_reachable, down_since, retries, buffer_max, retry_s, file_replaced,
+        file_notice}``."""
         with self._count_lock:
             h = self._health
+            queued = self._submitted - self._done
             return {
-                "queued": self._submitted - self._done,
+                "queued": queued,
+                "buffered": queued if h.down_since is not None else 0,
                 "written": h.written,
                 "dropped": dict(h.dropped),
                 "last_error": h.last_error,
                 "last_error_at": h.last_error_at,
+                "store_reachable": h.down_since is None,
+                "down_since": h.down_since,
+                "retries": h.retries,
+                "buffer_max": self.buffer_max,
+                "retry_s": self.retry_s,
+                "file_replaced": h.file_replaced,
+                "file_notice": h.file_notice,
             }
+
+    # -- the writer thread -----------------------------------------------------------------
 
     def _loop(self) -> None:
         while True:
-            self._wake.wait(self.interval)
-            self._wake.clear()
+            if self._backoff:
+                self._pause(self._backoff)
+            else:
+                self._wake.wait(self.interval)
+                self._wake.clear()
             self._drain()
-            if self._stop and not self._buffer:
+            if self._stop and not self._buffer and not self._held:
                 return
 
-    def _drain(self) -> None:
-        while self._buffer:
-            items: list[tuple[Record, list[str]]] = []
-            while self._buffer and len(items) < self.batch:
-                items.append(self._buffer.popleft())
-            try:
-                self._write(items)
-            finally:
-                with self._drained, self._count_lock:
-                    self._done += len(items)
-                    self._drained.notify_all()
+    def _pause(self, seconds: float) -> None:
+        """Wait before the next attempt at a store that is down; ``close`` cuts it short
+        (not ``flush``: waiting callers must not make the writer hammer the store)."""
+        if self._stop:
+            seconds = min(seconds, max(0.0, self._stop_at + self.CLOSE_GRACE_S - _clock()))
+            time.sleep(seconds)
+        else:
+            self._halt.wait(seconds)
 
-    def _write(self, items: list[tuple[Record, list[str]]]) -> None:
-        lost_before = self._burst
-        records: list[Record] = []
-        for record, mask in items:
+    def _drain(self) -> None:
+        if not self._buffer and not self._held:
+            if _clock() - self._checked_at >= self.IDLE_CHECK_S:
+                self._check_file()
+            return
+        while self._buffer or self._held:
+            if self._backoff:
+                self._expire()
+            if self._check_file() == FileCheck.FAILED:
+                self._went_down()
+                return
+            batch = self._next_batch()
+            rest = self._write(batch)
+            if rest:
+                self._held.extendleft(reversed(rest))
+                if len(rest) < len(batch) or self._check_file() != FileCheck.REOPENED:
+                    self._went_down()
+                    return
+                continue  # the file vanished under the batch: write it to the new one
+            self._came_back()
+        self._overflowing = False
+
+    def _next_batch(self) -> list[Held]:
+        """Up to ``batch`` records: the held ones first (they are older), then new ones
+        prepared (masked, encoded); a record that cannot be prepared is lost here."""
+        batch: list[Held] = []
+        self._retried = bool(self._held)
+        while self._held and len(batch) < self.batch:
+            batch.append(self._held.popleft())
+        while self._buffer and len(batch) < self.batch:
+            record, mask, at = self._buffer.popleft()
             try:
-                records.append(prepare(record, mask))
+                batch.append((prepare(record, mask), at))
             except Exception as exc:  # noqa: BLE001 - the writer is an edge: count, never die
                 self._lose(record, Cause.ENCODE, exc)
+                self._resolve(1)
+        return batch
+
+    def _write(self, batch: list[Held]) -> list[Held]:
+        """Write ``batch``; return what the store did not take: from the first record a
+        store that is down failed on, or the whole batch when the store's file vanished
+        under it (the records went to the lost file: nothing is counted yet)."""
+        records = [record for record, _ in batch]
+        again = self._retried
+        lost_before = self._burst
         try:
-            self.store.add_records(records)
-        except Exception as exc:  # noqa: BLE001 - retried one by one: each loss counted there
+            self.store.add_records(records, again=again)
+        except StoreUnavailableError as exc:  # no record's fault: all of them wait
+            self._error(exc)
+            return batch
+        except Exception:  # noqa: BLE001 - retried one by one: each loss counted there
             for i, record in enumerate(records):
-                if not self._write_one(record):  # down: trying the rest would only wait
-                    for rest in records[i + 1 :]:
-                        self._lose(rest, Cause.UNAVAILABLE, exc, note=False)
-                    break
+                if not self._write_one(record, again=again):  # down: the rest would wait
+                    return batch[i:]
         else:
+            if self._file_lost():
+                return batch
             self._count_written(len(records))
+            self._resolve(len(records))
         if self._burst == lost_before:
             self._end_burst()
+        return []
 
-    def _write_one(self, record: Record) -> bool:
-        """Write ``record`` alone; False when the store is down (it took neither the record
-        nor the note of its loss)."""
+    def _write_one(self, record: Record, *, again: bool) -> bool:
+        """Write ``record`` alone, or count it lost when the store refuses it; False when
+        the store is down (it took neither the record nor the note of its loss)."""
         try:
-            self.store.add_records([record])
-        except Exception as exc:  # noqa: BLE001 - any refusal is this record's loss
-            return self._lose(record, _cause_of(exc), exc)
-        self._count_written(1)
+            self.store.add_records([record], again=again)
+        except StoreUnavailableError as exc:
+            self._error(exc)
+            return False
+        except Exception as exc:  # noqa: BLE001 - a refusal is this record's loss
+            if not self._lose(record, _cause_of(exc), exc, down_ok=True):
+                self._error(exc)
+                return False
+        else:
+            self._count_written(1)
+        self._resolve(1)
         return True
+
+    def _expire(self) -> None:
+        """Drop what waited past ``retry_s`` for a store that is down, oldest first."""
+        cutoff = _clock() - self.retry_s
+        while self._held and self._held[0][1] < cutoff:
+            self._count_drop(self._held.popleft()[0], Cause.EXPIRED)
+        while self._buffer and self._buffer[0][2] < cutoff:
+            self._count_drop(self._buffer.popleft()[0], Cause.EXPIRED)
+
+    def _give_up(self) -> None:
+        """The engine closes and the store stayed down: drop the rest as ``unavailable``."""
+        while self._held:
+            self._count_drop(self._held.popleft()[0], Cause.UNAVAILABLE)
+        while self._buffer:
+            self._count_drop(self._buffer.popleft()[0], Cause.UNAVAILABLE)
+
+    def _count_drop(self, record: Record, cause: str) -> None:
+        """Count ``record`` lost while the store is down (no note: it would not take it)."""
+        with self._count_lock:
+            self._health.dropped[cause] = self._health.dropped.get(cause, 0) + 1
+        self._resolve(1)
+        if not self._burst:
+            log.error(
+                "record %s (agent %r, %s) dropped (%s) while the store is down; further "
+                "losses are counted in status() until writes succeed again",
+                record.id, record.agent, record.point, cause,
+            )  # fmt: skip
+        self._burst += 1
+
+    def _went_down(self) -> None:
+        with self._count_lock:
+            h = self._health
+            if h.down_since is None:
+                h.down_since = _now()
+                log.error(
+                    "the store is down (%s); records are kept (at most %d, for %g s) and "
+                    "written when it is back",
+                    h.last_error, self.buffer_max, self.retry_s,
+                )  # fmt: skip
+            h.retries += 1
+        self._backoff = min(self.RETRY_MAX_S, max(self.RETRY_FIRST_S, self._backoff * 2))
+        if self._stop and _clock() >= self._stop_at + self.CLOSE_GRACE_S:
+            self._give_up()
+
+    def _came_back(self) -> None:
+        if not self._backoff:
+            return
+        self._backoff = 0.0
+        with self._count_lock:
+            h = self._health
+            log.warning(
+                "the store is back after %d failed attempts since %s; %d records waiting",
+                h.retries, h.down_since, self._submitted - self._done,
+            )  # fmt: skip
+            h.down_since, h.retries = None, 0
+            self._overflowing = False
+
+    def _file_lost(self) -> bool:
+        """Whether the store's file vanished (the check itself never stops the writer)."""
+        try:
+            return self.store.file_lost() is not None
+        except Exception as exc:  # noqa: BLE001 - an edge: log, go on writing
+            log.debug("could not check the store file: %s", exc)
+            return False
+
+    def _check_file(self) -> FileCheck:
+        """Check that the store's file is still the one it has open. A deleted or replaced
+        file is reopened: records then go to a new file at the configured path, where
+        operators and ``hookengine records`` look; one that cannot be opened is an outage
+        (tried again at each attempt, logged once until it opens)."""
+        self._checked_at = _clock()
+        try:
+            lost = self.store.file_lost()
+        except Exception as exc:  # noqa: BLE001 - an edge: log, go on writing
+            log.debug("could not check the store file: %s", exc)
+            return FileCheck.SAME
+        if lost is None:
+            return FileCheck.SAME
+        try:
+            self.store.reopen()
+        except Exception as exc:  # noqa: BLE001 - kept and retried as an outage
+            self._error(exc)
+            self._file_notice(f"{lost}; a new file could not be opened: {_text(exc)}", False)
+            return FileCheck.FAILED
+        self._file_notice(f"{lost}; records now go to a new file at that path", True)
+        return FileCheck.REOPENED
+
+    def _file_notice(self, notice: str, reopened: bool) -> None:
+        with self._count_lock:
+            self._health.file_notice = f"{_now()}: {notice}"
+            self._health.file_replaced += reopened
+        if reopened or not self._file_failing:
+            log.error("%s", notice)
+        self._file_failing = not reopened
+
+    def _resolve(self, n: int) -> None:
+        """``n`` more records are written or counted lost: wake ``flush``."""
+        with self._drained, self._count_lock:
+            self._done += n
+            self._drained.notify_all()
 
     def _count_written(self, n: int) -> None:
         with self._count_lock:
@@ -239,18 +413,21 @@ class RecordWriter:
             except StoreError as exc:
                 log.error("could not prune records to %d: %s", self.retention, exc)
 
-    def _lose(self, record: Record, cause: str, exc: BaseException, *, note: bool = True) -> bool:
-        """Count ``record`` as lost (and note it in the store's ledger unless ``note`` is
-        False); False when the store took not even the note, so it is down."""
-        # the driver's "[parameters: ...]" would copy the record's content into status
-        text = f"{type(exc).__name__}: {exc}".split("\n[parameters:", 1)[0]
-        message = escape_text(text[:1000])
-        at = datetime.now(UTC).isoformat(timespec="milliseconds")
-        noted = note and self._note(
+    def _error(self, exc: BaseException) -> None:
+        with self._count_lock:
+            self._health.last_error, self._health.last_error_at = _text(exc), _now()
+
+    def _lose(
+        self, record: Record, cause: str, exc: BaseException, *, down_ok: bool = False
+    ) -> bool:
+        """Count ``record`` as lost and note it in the store's ledger; False (nothing
+        counted) when ``down_ok`` and the store took not even the note, so it is down."""
+        message, at = _text(exc), _now()
+        noted = self._note(
             RecordLoss(at, cause, str(record.id), str(record.agent), str(record.point), message)
         )
-        if not noted and cause == Cause.STORE:
-            cause = Cause.UNAVAILABLE
+        if not noted and down_ok and cause == Cause.STORE:
+            return False
         with self._count_lock:
             h = self._health
             h.dropped[cause] = h.dropped.get(cause, 0) + 1
@@ -262,7 +439,7 @@ class RecordWriter:
                 record.id, record.agent, record.point, cause, message,
             )  # fmt: skip
         self._burst += 1
-        return noted
+        return True
 
     def _note(self, loss: RecordLoss) -> bool:
         try:
@@ -278,7 +455,12 @@ class RecordWriter:
             self._burst = 0
 
     def flush(self, timeout: float | None = 30.0) -> bool:
-        """Wait until every record submitted so far is written (or ``timeout``)."""
+        """Wait until every record submitted so far is written or dropped (or ``timeout``).
+
+        Returns:
+            True when they are; False on timeout (a store that is down keeps records up to
+            ``retry_s``: ``health()`` shows them waiting).
+        """
         with self._count_lock:
             target = self._submitted
         self._wake.set()
@@ -286,10 +468,28 @@ class RecordWriter:
             return self._drained.wait_for(lambda: self._done >= target, timeout=timeout)
 
     def close(self) -> None:
+        """Write what is left and stop; a store that is down gets ``CLOSE_GRACE_S`` more."""
         if self._thread.is_alive():
+            self._stop_at = _clock()
             self._stop = True
+            self._halt.set()
             self._wake.set()
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=self.CLOSE_GRACE_S + 30)
+
+
+def _clock() -> float:
+    return time.monotonic()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _text(exc: BaseException) -> str:
+    """An error as status shows it: cut, escaped, without the driver's parameter dump
+    (that would copy a record's content into status)."""
+    text = f"{type(exc).__name__}: {exc}".split("\n[parameters:", 1)[0]
+    return escape_text(text[:1000])
 
 
 def _cause_of(exc: BaseException) -> str:

@@ -79,7 +79,14 @@ class Engine:
         self.db_override = db
         self.store = self.open_store(db or "")
         self.writer = (
-            RecordWriter(self.store, retention=self.settings.retention) if records else None
+            RecordWriter(
+                self.store,
+                retention=self.settings.retention,
+                buffer_max=self.settings.records.buffer_max,
+                retry_s=self.settings.records.retry_s,
+            )
+            if records
+            else None
         )
         self.services = Services(
             self.store, self.memo_for, self.writer.submit if self.writer else None
@@ -215,8 +222,9 @@ class Engine:
             raise EngineError(f"no agent {name!r} (loaded: {known})") from None
 
     def records(self, query: RecordQuery | None = None, **filters: Any) -> list[Record]:
-        """Stored records, newest first (pending writes are flushed first)."""
-        if self.writer:
+        """Stored records, newest first (pending writes are flushed first, unless the store
+        is down: then the query fails at once with StoreError rather than wait)."""
+        if self.writer and self.writer.health()["store_reachable"]:
             self.writer.flush()
         return self.store.query_records(query or RecordQuery(**filters))
 
@@ -237,10 +245,14 @@ class Engine:
         assert self.reloader is not None
         return self.reloader.reload_agent(name).ok
 
-    def flush(self) -> None:
-        """Wait until every record submitted so far is written."""
-        if self.writer:
-            self.writer.flush()
+    def flush(self, timeout: float | None = 30.0) -> bool:
+        """Wait until every record submitted so far is written or counted as dropped.
+
+        Returns:
+            True when they are; False after ``timeout`` seconds (while the store is down
+            the writer keeps them and retries: see ``status()["records"]``).
+        """
+        return self.writer.flush(timeout) if self.writer else True
 
     def close(self) -> None:
         """Flush records, stop sandbox workers, close stores. Safe to call twice."""

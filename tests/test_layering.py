@@ -16,7 +16,7 @@ LAYERS: list[set[str]] = [
     {"store", "providers", "host_api"},
     {"sandbox"},
     {"kinds"},
-    {"outcome", "records"},
+    {"masking", "outcome", "records"},
     {"pipeline"},
     {"runtime"},
     {

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from engine.records import masked_values, prepare
+from engine.masking import masked_values, prepare
 from engine.runtime import Engine
 from engine.store import RecordQuery, open_store
 from engine.store.records import HookRun, Record

@@ -116,12 +116,12 @@ class Gate:
         self.entered, self.released = threading.Event(), threading.Event()
         monkeypatch.setattr(engine.store, "add_records", self)
 
-    def __call__(self, records: list[Record]) -> None:
+    def __call__(self, records: list[Record], *, again: bool = False) -> None:
         self.batches.append([r.id for r in records])
         if len(self.batches) == 1:
             self.entered.set()
             self.released.wait(30)
-        self.write(records)
+        self.write(records, again=again)
 
     def hold(self, engine: Engine) -> None:
         engine.agent("plain").tool_call("warm", {}, user_id="warm")
@@ -267,13 +267,13 @@ class Refuse:
         self.write, self.exc, self.calls = engine.store.add_records, exc, 0
         monkeypatch.setattr(engine.store, "add_records", self)
 
-    def __call__(self, records: list[Record]) -> None:
+    def __call__(self, records: list[Record], *, again: bool = False) -> None:
         self.calls += 1
         if any(r.scope_key == "user:victim" for r in records):
             raise self.exc
-        self.write(records)
+        self.write(records, again=again)
 
-    def refuse_all(self, *args: object) -> None:
+    def refuse_all(self, *args: object, **options: object) -> None:
         """A store that is down: ``Refuse(...)`` on every record."""
         self.calls += 1
         raise self.exc
@@ -352,23 +352,6 @@ def test_a_burst_of_failures_logs_once_and_counts_each(
     assert "20 were dropped" in caplog.records[-1].getMessage()
 
 
-def test_a_store_that_is_down_costs_two_attempts_per_batch_not_one_per_record(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    gate = Gate(engine, monkeypatch)
-    gate.hold(engine)
-    refuse = Refuse(engine, monkeypatch, StoreError("store: write failed: connection refused"))
-    monkeypatch.setattr(engine.store, "add_records", refuse.refuse_all)
-    monkeypatch.setattr(engine.store, "add_record_loss", refuse.refuse_all)
-    good_calls(engine, 12)
-    with caplog.at_level(logging.ERROR, logger="engine.records"):
-        gate.released.set()
-        engine.flush()
-    assert refuse.calls == 3  # the batch, then the first record alone, then its note
-    exact_health(engine, written=1, dropped={"unavailable": 12})
-    assert len([r for r in caplog.records if r.levelno == logging.ERROR]) == 1
-
-
 def test_a_serialisation_failure_counts_as_encode(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -395,10 +378,18 @@ def test_engine_status_shows_the_counters_beside_the_agents(
 ) -> None:
     assert engine.status()["records"] == {
         "queued": 0,
+        "buffered": 0,
         "written": 0,
         "dropped": {},
         "last_error": None,
         "last_error_at": None,
+        "store_reachable": True,
+        "down_since": None,
+        "retries": 0,
+        "buffer_max": 50_000,
+        "retry_s": 120.0,
+        "file_replaced": 0,
+        "file_notice": None,
     }
     lose_one(engine, monkeypatch)
     status = engine.status()

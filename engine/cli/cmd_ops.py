@@ -295,7 +295,17 @@ def records_lines(records: dict[str, Any] | None) -> list[str]:
     head = f"records: {sum(dropped.values())} dropped" + (f" ({causes})" if causes else "")
     if "written" in records:
         head += f", {records['written']} written, {records['queued']} queued"
+    if records.get("buffered"):
+        head += f", {records['buffered']} held for retry"
     lines = [head]
+    if records.get("store_reachable") is False:
+        lines.append(
+            f"    store DOWN since {records['down_since']} ({records['retries']} failed "
+            f"attempts); records are kept (at most {records['buffer_max']}, for "
+            f"{records['retry_s']:g} s) and retried"
+        )
+    if records.get("file_notice"):
+        lines.append(f"    store file: {records['file_notice']}")
     if records["last_error"]:
         lines.append(f"    last error at {records['last_error_at']}: {records['last_error']}")
     return lines

@@ -320,6 +320,17 @@ class RecordsSettings(Strict):
     """Dotted paths replaced by ``***`` in stored records, e.g. ``event.input.password``."""
 
 
+class EngineRecordsSettings(RecordsSettings):
+    """engine.yaml ``records``: the agents' defaults plus the writer's retry buffer."""
+
+    buffer_max: int = Field(default=50_000, ge=1, le=10_000_000)
+    """Records held at most while the store is down (written or waiting); past it new
+    records are dropped and counted as ``overflow``."""
+    retry_s: float = Field(default=120.0, gt=0, le=86_400)
+    """How long a record waits for a store that is down; older ones are dropped and counted
+    as ``expired``."""
+
+
 class AgentConfig(Strict):
     """config/agents/<agent>/agent.yaml"""
 
@@ -431,8 +442,8 @@ class EngineSettings(Strict):
     """Host-layer hook files, relative to the config folder; they run after every agent's."""
     hooks: list[str] = Field(default_factory=list)
     """Host-layer hook names, resolved to ``hooks/<name>.yaml`` in the config folder."""
-    records: RecordsSettings = Field(default_factory=RecordsSettings)
-    """Default records settings."""
+    records: EngineRecordsSettings = Field(default_factory=EngineRecordsSettings)
+    """Default records settings, and the record writer's retry buffer."""
     retention: int = Field(default=100_000, ge=0)
     """Records kept at most (oldest go first); 0 keeps all."""
     scripts: ScriptSettings = Field(default_factory=ScriptSettings)

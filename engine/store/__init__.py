@@ -27,8 +27,9 @@ class Store(Protocol):
 
     url: str
 
-    def add_records(self, records: list[Record]) -> None:
-        """Write records (one transaction)."""
+    def add_records(self, records: list[Record], *, again: bool = False) -> None:
+        """Write records (one transaction). ``again``: they may be stored already (a write
+        whose commit went unanswered); those are skipped, not refused."""
         ...
 
     def query_records(self, query: RecordQuery) -> list[Record]:
@@ -47,6 +48,15 @@ class Store(Protocol):
 
     def record_losses(self) -> LossSummary:
         """The loss ledger: losses per cause, the newest error and its time."""
+        ...
+
+    def file_lost(self) -> str | None:
+        """Why the store's file is no longer the one it has open (deleted or replaced);
+        None while it is, and for stores that are no file."""
+        ...
+
+    def reopen(self) -> None:
+        """Open the store's file anew after ``file_lost`` (create and migrate it)."""
         ...
 
     def state_load(self, hook: str, scope: str, *, now: str | None = None) -> dict[str, Any]:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
 from engine.encoding import escape_text
+from engine.errors import StoreError, StoreUnavailableError
 from engine.store.db import to_url
 from engine.store.faq import FaqTables
 from engine.store.memory import MemoryTables
@@ -28,12 +31,88 @@ def _width(column: sa.Column[Any]) -> int | None:
     return getattr(column.type, "length", None)
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The device and inode of the file at ``path`` (None: there is none)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _held_here(paths: list[Path]) -> list[Path]:
+    """Those of ``paths`` this process has open (Linux ``/proc``; elsewhere none)."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return []
+    held: set[tuple[int, int]] = set()
+    for fd in fds:
+        try:
+            st = os.stat(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        held.add((st.st_dev, st.st_ino))
+    return [path for path in paths if _identity(path) in held]
+
+
 class SqlStore(FaqTables, MemoryTables, StateTables):
     """The engine's store on one database. Thread-safe; several processes may share it."""
 
+    def __init__(self, url_or_path: str, **timeouts: float) -> None:
+        super().__init__(url_or_path, **timeouts)
+        database = sa.make_url(self.url).database if self.is_sqlite else None
+        self.file = Path(database) if database and database != ":memory:" else None
+        """The SQLite file (None: PostgreSQL or an in-memory database)."""
+        self._opened = _identity(self.file) if self.file else None
+
+    # -- the file under the store ----------------------------------------------------------
+
+    def file_lost(self) -> str | None:
+        """Why the SQLite file at the store's path is no longer the one this store has open
+        (deleted, or replaced by another file); None while it is, and for PostgreSQL."""
+        if self.file is None:
+            return None
+        now = _identity(self.file)
+        if now == self._opened:
+            return None
+        if now is None:
+            return f"store file {self.file} was deleted while the engine had it open"
+        return f"store file {self.file} was replaced by another file while the engine had it open"
+
+    def reopen(self) -> None:
+        """Drop the connections to the lost file and open (create, migrate) the file at the
+        path now.
+
+        Raises:
+            StoreError: the new file cannot be created or migrated.
+        """
+        if self.file is None:
+            return
+        # SQLite keeps the -wal and -shm of a file unlinked or renamed under it: a new file
+        # at the path would read the old file's pages from them. Ours are the ones this
+        # process still has open.
+        journals = _held_here([Path(f"{self.file}{suffix}") for suffix in ("-wal", "-shm")])
+        self.engine.dispose()
+        try:
+            for journal in journals:
+                journal.unlink(missing_ok=True)
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot reopen store {self.display_url}: {exc}") from exc
+        self._write(self._migrate)
+        self._opened = _identity(self.file)
+
     # -- records ---------------------------------------------------------------------------
 
-    def add_records(self, records: list[Record]) -> None:
+    def add_records(self, records: list[Record], *, again: bool = False) -> None:
+        """Write ``records`` in one transaction; with ``again``, one whose id is stored
+        already is skipped (it is the same record: a commit whose answer was lost).
+
+        Raises:
+            StoreUnavailableError: the database cannot write now (down, disk full, locked).
+            StoreError: it refused these rows.
+        """
         if not records:
             return
         t = records_table
@@ -55,8 +134,14 @@ class SqlStore(FaqTables, MemoryTables, StateTables):
         sql = (
             "INSERT INTO records (id, time, agent, point, scope_key, generation, data) "
             f"VALUES ({', '.join([mark] * 7)})"
-        )
-        self._write(lambda conn: conn.exec_driver_sql(sql, rows))
+        ) + (" ON CONFLICT (id) DO NOTHING" if again else "")
+        try:
+            self._write(lambda conn: conn.exec_driver_sql(sql, rows))
+        except StoreError as exc:
+            # the driver's operational errors are the database's state, not the rows'
+            if isinstance(exc.__cause__, sa.exc.OperationalError | sa.exc.InterfaceError):
+                raise StoreUnavailableError(str(exc)) from exc.__cause__
+            raise
 
     def query_records(self, query: RecordQuery) -> list[Record]:
         t = records_table
