@@ -104,6 +104,9 @@ globalThis.__he = (function (g) {
         out.message = typeof e.message === "string" ? e.message.slice(0, 1000) : "";
         out.stack = typeof e.stack === "string" ? e.stack.slice(0, 2000) : "";
         out.invalid = e.heInvalid === true;
+      } else if (e === null) {
+        /* QuickJS throws null when it runs out of memory while making the error itself */
+        out.message = "script threw null (or ran out of memory while throwing)";
       } else { out.message = "script threw a non-Error value (" + typeof e + ")"; }
     } catch (inner) { out.message = "script threw an unreadable value"; }
     return out;
