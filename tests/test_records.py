@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -274,3 +275,23 @@ def test_a_record_part_may_nest_as_deep_as_the_boundary_lets_an_event() -> None:
     marker = '"[truncated: nested deeper than 64]"'
     text = json.dumps(cut.event["input"])
     assert marker in text and text.replace(marker, "").count("[") == 64
+
+
+def test_an_in_memory_store_is_shared_by_the_record_writer_thread(
+    project: Callable[[dict[str, str]], Path],
+) -> None:
+    # ":memory:" used to give each thread its own empty database: the writer found no tables,
+    # and a close() waited on the retry buffer for a store that could never come back.
+    root = project(
+        {
+            "agents/a/agent.yaml": "hooks: [note]\n",
+            "agents/a/hooks/note.yaml": "kind: inject\nname: note\nnotice: hi\n",
+        }
+    )
+    started = time.monotonic()
+    with Engine.load(root, db=":memory:") as engine:
+        engine.agent("a").tool_call("t", {}, user_id="u1")
+        engine.flush()
+        assert [r.point for r in engine.records()] == ["tool_call"]
+        assert engine.status()["records"]["dropped"] == {}
+    assert time.monotonic() - started < 10

@@ -101,6 +101,10 @@ class Database:
     ) -> None:
         self.url = to_url(url_or_path)
         self.is_sqlite = self.url.startswith("sqlite")
+        in_memory = self.is_sqlite and sa.make_url(self.url).database in (None, "", ":memory:")
+        self._one_at_a_time = threading.RLock() if in_memory else None
+        """An in-memory SQLite database lives in one connection: every thread (the record
+        writer's too) shares it, one session at a time."""
         self.connect_timeout_s = connect_timeout_s
         self.statement_timeout_s = statement_timeout_s
         self._closed = threading.Event()
@@ -127,9 +131,10 @@ class Database:
 
     def _engine_options(self) -> dict[str, Any]:
         if self.is_sqlite:
-            return {
-                "connect_args": {"check_same_thread": False, "timeout": self.statement_timeout_s}
-            }
+            args = {"check_same_thread": False, "timeout": self.statement_timeout_s}
+            if self._one_at_a_time is not None:
+                return {"poolclass": sa.pool.StaticPool, "connect_args": args}
+            return {"connect_args": args}
         args: dict[str, Any] = {
             # a dead peer or path (not a frozen server: see engine.store.deadline)
             "keepalives": 1,
@@ -172,13 +177,14 @@ class Database:
     def _session(self) -> Iterator[sa.Connection]:
         """A connection within ``connect_timeout_s``, used and given back (its reset included)
         within the statement budget."""
-        with deadline(self.connect_timeout_s):
-            conn = self.engine.connect()
-        with deadline(self._statement_budget_s()):
-            try:
-                yield conn
-            finally:
-                conn.close()
+        with self._one_at_a_time or contextlib.nullcontext():
+            with deadline(self.connect_timeout_s):
+                conn = self.engine.connect()
+            with deadline(self._statement_budget_s()):
+                try:
+                    yield conn
+                finally:
+                    conn.close()
 
     def _migrate(self, conn: sa.Connection) -> int:
         if not self.is_sqlite:
