@@ -92,7 +92,10 @@ def guard_times(engine: Engine, seconds: float) -> tuple[list[float], int]:
         start = time.perf_counter()
         out = good.tool_call(name, {}, user_id="alice")
         times.append(time.perf_counter() - start)
-        failed += any(run.status == "failed" for run in out.hooks)
+        for run in out.hooks:
+            if run.status == "failed":
+                failed += 1
+                print(f"  guard failed: {run.cause}: {run.error}", file=sys.stderr)
         i += 1
     return times, failed
 

@@ -90,8 +90,10 @@ class Worker:
     def _read(self, deadline: float, max_bytes: int) -> dict[str, Any]:
         while b"\n" not in self._buf:
             if not self._spin():
-                left = deadline - time.monotonic()
-                if left <= 0 or not self._poll.poll(left * 1000):
+                # Past the deadline, one last look: a host thread that waited for the GIL (or
+                # the CPU) may wake late to an answer the worker gave in time.
+                left = max(deadline - time.monotonic(), 0.0)
+                if not self._poll.poll(left * 1000):
                     raise WorkerDied("worker overran its deadline", timed_out=True)
             chunk = os.read(self._out, 1 << 16)
             if not chunk:
@@ -254,8 +256,11 @@ class Workers:
         return f"sandbox busy: no worker free {waited}"
 
     def give_back(self, worker: Worker, *, healthy: bool, owner: str | None = None) -> None:
-        """Return a worker; one that failed is killed and counted against ``owner``, whose
-        slot stays taken until the replacement runs."""
+        """Return a worker; one that failed is killed and counted against ``owner``. From its
+        second kill within the quarantine window on, the owner's slot stays taken until the
+        replacement runs (which slows a hook that keeps killing workers to the respawn rate);
+        a first kill frees it at once, so one overrun on a loaded machine does not leave an
+        innocent guard without a worker for the next second."""
         with self._lock:
             if healthy and not self._closed:
                 self._release(owner)
@@ -268,6 +273,9 @@ class Workers:
             else:
                 if owner is not None:
                     self._kills.record(owner, time.monotonic(), time.time())
+                    if self._kills.recent(owner) < 2:
+                        self._release(owner)
+                        owner = None
                 self._owed.append(owner)
                 self._start_spawner()
                 self._wanted.notify_all()

@@ -87,6 +87,10 @@ class KillLog:
         if len(times) >= self.kills and owner not in self.quarantined:
             self.quarantined[owner] = Quarantined(owner, len(times), self.window_s, wall)
 
+    def recent(self, owner: str) -> int:
+        """Kills by ``owner`` within the window (as of its last recorded kill)."""
+        return len(self._recent.get(owner, ()))
+
     def forget(self, owner: str) -> None:
         """The hook is gone (rebuilt or closed): drop its kills and any quarantine."""
         self._recent.pop(owner, None)

@@ -6,6 +6,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -276,3 +277,34 @@ def test_a_failed_spawn_is_retried_so_the_pool_does_not_shrink(
         assert health["workers"] == 2 and health["spawn_failures"] == 3
         guard = pool.compile(GUARD, filename="g.py", language=Language.PYTHON)
         assert pool.call(guard, "on_tool_call", {"name": "z"}, config={}, state={}).value
+
+
+def test_a_first_kill_frees_the_hooks_slot_at_once_a_second_keeps_it_until_the_respawn() -> None:
+    # One overrun on a loaded machine must not leave an innocent guard without a worker for
+    # the next second; a hook that keeps killing workers is slowed to the respawn rate.
+    policy = PoolPolicy(respawns_per_s=0.2, respawn_burst=1)  # the second respawn waits
+    workers = Workers(3, policy)
+    try:
+        assert workers.per_hook == 2
+        first = workers.take("guard", timeout_s=1)
+        workers.give_back(first, healthy=False, owner="guard")  # killed: its first
+        a, b = (workers.take("guard", timeout_s=1) for _ in range(2))  # both slots free
+        workers.give_back(a, healthy=False, owner="guard")  # its second kill
+        with pytest.raises(ScriptLimitError) as info:  # that slot waits for the respawn
+            workers.take("guard", timeout_s=0.2)
+        assert info.value.cause == "busy"
+        workers.give_back(b, healthy=True, owner="guard")
+    finally:
+        workers.close()
+
+
+def test_an_answer_already_in_the_pipe_is_read_even_past_the_deadline(tmp_path: Path) -> None:
+    # A host thread that waited long for the GIL must not kill a worker that answered in time.
+    worker = pool_module.Worker(str(tmp_path))
+    try:
+        ready = time.monotonic() + 10
+        while not worker._poll.poll(100) and time.monotonic() < ready:
+            pass
+        assert worker._read(time.monotonic() - 1, 1024) == {"ready": True}
+    finally:
+        worker.close()
