@@ -131,10 +131,10 @@ class Database:
 
     def _engine_options(self) -> dict[str, Any]:
         if self.is_sqlite:
-            args = {"check_same_thread": False, "timeout": self.statement_timeout_s}
+            sqlite_args = {"check_same_thread": False, "timeout": self.statement_timeout_s}
             if self._one_at_a_time is not None:
-                return {"poolclass": sa.pool.StaticPool, "connect_args": args}
-            return {"connect_args": args}
+                return {"poolclass": sa.pool.StaticPool, "connect_args": sqlite_args}
+            return {"connect_args": sqlite_args}
         args: dict[str, Any] = {
             # a dead peer or path (not a frozen server: see engine.store.deadline)
             "keepalives": 1,
