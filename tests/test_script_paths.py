@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.cli import hook_tool, hookengine
-from engine.config import scriptfile
+from engine.config import scriptfile, yamlfile
 from engine.errors import ConfigError
 from engine.runtime import Engine
 from engine.sandbox import Limits
@@ -199,7 +199,7 @@ def test_permission_denied_is_a_config_error(
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real_open(path, *args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(scriptfile.os, "open", denied)
+    monkeypatch.setattr(yamlfile.os, "open", denied)
     with pytest.raises(ConfigError) as info:
         Engine.load(config, db=":memory:", records=False)
     assert info.value.problems[0].line == 3 and "permission denied" in str(info.value)
@@ -305,7 +305,7 @@ def test_a_special_file_is_refused_without_being_opened(
         opened.append(str(path))
         return real_open(path, *args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(scriptfile.os, "open", spy)
+    monkeypatch.setattr(yamlfile.os, "open", spy)
     with pytest.raises(ConfigError) as info:
         Engine.load(config, db=":memory:", records=False)
     assert "not a regular file" in str(info.value)

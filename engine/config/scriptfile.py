@@ -9,13 +9,11 @@ else is a Problem at the ``script:`` line. Problems name paths, never the file's
 
 from __future__ import annotations
 
-import errno
-import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.config.yamlfile import ConfigReadError, os_reason, read_bytes
 from engine.errors import Problem
 from engine.points import Point
 
@@ -23,7 +21,6 @@ MAX_SCRIPT_BYTES = 256_000
 """The largest script file read; equal to the sandbox's ``Limits.max_source_bytes``."""
 SUFFIXES = (".py", ".js")
 _POINT_FUNCTION = re.compile(r"\bon_(" + "|".join(p.value for p in Point) + r")\b")
-_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket"}
 
 
 @dataclass(frozen=True)
@@ -68,7 +65,7 @@ def _resolve(folder: Path, name: str, root: Path) -> Path:
     except RuntimeError:  # Python 3.11 reports a symlink loop this way
         raise ScriptFileError("symlink loop") from None
     except OSError as exc:
-        raise ScriptFileError(_reason(exc)) from None
+        raise ScriptFileError(os_reason(exc)) from None
     if not target.is_relative_to(root):
         raise ScriptFileError(
             f"resolves to {target}, outside the config folder {root}",
@@ -83,22 +80,11 @@ def _resolve(folder: Path, name: str, root: Path) -> Path:
 
 
 def _read(target: Path) -> str:
-    """Stat before open (a device is never opened), then check the opened file again."""
+    """Read as every config file is (see ``read_bytes``), then checked as a script."""
     try:
-        _regular(os.stat(target).st_mode)
-        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except OSError as exc:
-        raise ScriptFileError(_reason(exc)) from None
-    with os.fdopen(fd, "rb") as file:
-        _regular(os.fstat(fd).st_mode)  # the file opened is the one checked: no swap between
-        data = file.read(MAX_SCRIPT_BYTES + 1)
-    return _text(data)
-
-
-def _regular(mode: int) -> None:
-    if not stat.S_ISREG(mode):
-        kind = _KINDS.get(stat.S_IFMT(mode), "a device or special file")
-        raise ScriptFileError(f"is {kind}, not a regular file")
+        return _text(read_bytes(target, MAX_SCRIPT_BYTES))
+    except ConfigReadError as exc:
+        raise ScriptFileError(str(exc)) from None
 
 
 def _text(data: bytes) -> str:
@@ -118,17 +104,6 @@ def _text(data: bytes) -> str:
             "e.g. on_tool_call(event, host); the file's content is not shown",
         )
     return text
-
-
-def _reason(exc: OSError) -> str:
-    if exc.errno == errno.ENAMETOOLONG:
-        return "the path is too long"
-    if exc.errno == errno.ELOOP:
-        return "symlink loop"
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return "permission denied"
-    reason = os.strerror(exc.errno) if exc.errno else type(exc).__name__
-    return f"cannot be read ({reason})"
 
 
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")

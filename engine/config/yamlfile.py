@@ -97,11 +97,8 @@ def _regular(mode: int) -> None:
         raise ConfigReadError(f"is {kind}, not a regular file")
 
 
-def _too_large(size: int) -> ConfigReadError:
-    return ConfigReadError(
-        f"the file is larger than {MAX_CONFIG_BYTES} bytes ({size} bytes); "
-        "a config file is a few kilobytes"
-    )
+def _too_large(size: int, limit: int) -> ConfigReadError:
+    return ConfigReadError(f"the file is larger than {limit} bytes ({size} bytes)")
 
 
 def read_bytes(path: Path, limit: int = MAX_CONFIG_BYTES) -> bytes:
@@ -124,13 +121,13 @@ def read_bytes(path: Path, limit: int = MAX_CONFIG_BYTES) -> bytes:
         info = os.fstat(fd)
         _regular(info.st_mode)
         if info.st_size > limit:
-            raise _too_large(info.st_size)
+            raise _too_large(info.st_size, limit)
         try:
             data = file.read(limit + 1)
         except OSError as exc:
             raise ConfigReadError(os_reason(exc)) from None
     if len(data) > limit:
-        raise _too_large(len(data))
+        raise _too_large(len(data), limit)
     return data
 
 
