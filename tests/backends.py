@@ -9,6 +9,7 @@ saying why, otherwise.
 from __future__ import annotations
 
 import os
+import sqlite3
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -135,3 +136,15 @@ def file_agent(tmp_path: Path) -> Iterator[object]:
 def hook_of(agent: object) -> object:
     """The agent's first hook (the one under test)."""
     return agent.pipeline.slots[0].hook  # type: ignore[attr-defined]
+
+
+@contextmanager
+def write_locked(path: Path) -> Iterator[None]:
+    """Another connection holds the database's write lock (reads still go on in WAL mode)."""
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()

@@ -4,9 +4,7 @@ logged, counted in the hook's memo and kept in the record."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ import pytest
 from engine.errors import StoreError
 from engine.kinds.common import BOOKKEEPING_FAILURES
 from engine.runtime import Agent, Engine
+from tests.backends import write_locked
 from tests.conftest import write
 
 HOOKS = {
@@ -25,18 +24,6 @@ HOOKS = {
 WRITE = {"memory": "memory_note_recall", "faq_cache": "faq_hit"}
 TEACH = ("My name is Alex and I live in Berlin", "Nice to meet you, Alex!")
 ASK = {"memory": "Where do I live?", "faq_cache": "My name is Alex and I live in Berlin"}
-
-
-@contextlib.contextmanager
-def write_locked(path: Path) -> Iterator[None]:
-    """Another connection holds the store's write lock; reads go on (WAL)."""
-    other = sqlite3.connect(path, isolation_level=None)
-    try:
-        other.execute("BEGIN IMMEDIATE")
-        yield
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
 
 
 def refusing(store: Any, name: str) -> Callable[..., None]:

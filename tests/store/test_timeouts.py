@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import select
 import socket
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ import pytest
 from engine.errors import StoreError
 from engine.runtime import Engine
 from engine.store import open_store
-from tests.backends import pg_schema
+from tests.backends import pg_schema, write_locked
 from tests.conftest import write
 
 LANGS = ("py", "js")
@@ -308,18 +307,6 @@ def test_elsewhere_a_frozen_store_follows_the_hooks_on_error(
 
 
 # -- SQLite: the busy timeout is bounded ----------------------------------------------------
-
-
-@contextlib.contextmanager
-def write_locked(path: Path) -> Iterator[None]:
-    """Another connection holds the database's write lock (reads still go on in WAL mode)."""
-    other = sqlite3.connect(path, isolation_level=None)
-    try:
-        other.execute("BEGIN IMMEDIATE")
-        yield
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
 
 
 def test_a_locked_sqlite_store_fails_a_write_after_its_busy_timeout(tmp_path: Path) -> None:
