@@ -23,7 +23,7 @@ _PLAIN_TEXT = (str, int, float, bool, type(None))
 _VALUE_HASHED = (str, int, float, bool, bytes, complex, type(None), type(...))
 """Types whose hash is made from the value, so their order in a set is the same in every worker
 (strings too: the workers run with a fixed PYTHONHASHSEED)."""
-_GROWING_SET_METHODS = frozenset(
+GROWING_SET_METHODS = frozenset(
     {"add", "update", "symmetric_difference_update", "union", "symmetric_difference"}
 )
 DICT_VIEWS: tuple[type, ...] = (type({}.keys()), type({}.items()))
@@ -77,7 +77,7 @@ def checked_set(items: Iterable[Any] = ()) -> set[Any]:
 
 def checked_set_method(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
     """A set's method that adds elements from outside, with those elements checked first."""
-    if name not in _GROWING_SET_METHODS:
+    if name not in GROWING_SET_METHODS:
         return method
     if name == "add":
 

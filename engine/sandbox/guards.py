@@ -14,13 +14,20 @@ from typing import Any
 
 from engine.sandbox.determinism import (
     DICT_VIEWS,
+    GROWING_SET_METHODS,
     check_set,
     checked_set,
     checked_set_method,
     scrub,
     scrub_any,
 )
-from engine.sandbox.sizes import SizeLimit, check_binop, sized_str_method, text_size
+from engine.sandbox.sizes import (
+    SIZED_STR_METHODS,
+    SizeLimit,
+    check_binop,
+    sized_str_method,
+    text_size,
+)
 from engine.sandbox.values import InvalidValue, check_json, json_size
 
 EMIT_TYPES = ("status", "message", "citation")
@@ -133,8 +140,9 @@ def make_guards(budget: Budget) -> dict[str, Any]:
             items = list(islice(getiter(it), budget.limits["max_sequence"] + 1))
             budget.sequence(len(items))
             return items
-        # One more than wanted, so Python still says "too many values" without eating the rest.
-        items = list(islice(getiter(it), want + 1))
+        # One more than wanted, so Python still says "too many values" without eating the rest;
+        # that many items need no ticks (a script generator ticks in its own body).
+        items = list(islice(it, want + 1))
         if len(items) >= want:
             for idx, child in spec["childs"]:
                 items[idx] = unpack(items[idx], child)
@@ -144,8 +152,18 @@ def make_guards(budget: Budget) -> dict[str, Any]:
         for ob in getiter(it):
             yield unpack(ob, spec)
 
+    def getattr_(obj: Any, name: str, *default: Any) -> Any:
+        # Most reads are a plain value's method or the host API: one table look-up decides.
+        kind = type(obj)
+        names = _PLAIN_ATTRIBUTES.get(kind)
+        if names is not None and name in names:
+            return getattr(obj, name)
+        if kind is str and name in SIZED_STR_METHODS:
+            return SIZED_STR_METHODS[name](budget, obj, getattr(obj, name))
+        return guarded_getattr(budget, obj, name, *default)
+
     return {
-        "_getattr_": lambda obj, name, *default: guarded_getattr(budget, obj, name, *default),
+        "_getattr_": getattr_,
         "_getitem_": operator.getitem,
         "_write_": guarded_write,
         "_getiter_": getiter,
@@ -156,9 +174,20 @@ def make_guards(budget: Budget) -> dict[str, Any]:
         "_binop_": binop,
         "_format_": lambda v, spec, conv: guarded_format(budget, v, spec, conv),
         "_set_": checked_set,
-        "_tick_": budget.tick,
+        "_tick_": _ticker(budget),
         "_handler_": budget.handler,
     }
+
+
+def _ticker(budget: Budget) -> Callable[[], None]:
+    """``budget.tick`` for the hot path: one clock read and three tests when nothing is due."""
+    clock, deadline = time.perf_counter, budget.deadline
+
+    def tick() -> None:
+        if budget.exhausted or budget.expired or clock() > deadline:
+            budget.tick()
+
+    return tick
 
 
 def _ticking(it: Iterator[Any], budget: Budget) -> Iterator[Any]:
@@ -380,3 +409,18 @@ def _plain_copy(where: str, value: Any, max_depth: int, max_bytes: int) -> Any:
     except InvalidValue as exc:
         raise TypeError(str(exc)) from None
     return json.loads(json.dumps(value))
+
+
+def _public(kind: type, *, but: frozenset[str] | set[str] = frozenset()) -> frozenset[str]:
+    return frozenset(n for n in dir(kind) if not n.startswith("_") and n not in but)
+
+
+_PLAIN_ATTRIBUTES: dict[type, frozenset[str]] = {
+    **{kind: _public(kind) for kind in (int, float, bool, list, dict, tuple, type(None))},
+    str: _public(str, but={"format", "format_map", *SIZED_STR_METHODS}),
+    set: _public(set, but=GROWING_SET_METHODS),
+    frozenset: _public(frozenset, but=GROWING_SET_METHODS),
+    Host: _public(Host),
+    HostState: _public(HostState),
+}
+"""Attributes ``guarded_getattr`` would hand out unchanged, by exact type: its fast path."""

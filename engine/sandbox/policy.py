@@ -147,8 +147,19 @@ class ScriptPolicy(RestrictingNodeTransformer):
             return node
         return copy_locations(_call("_binop_", ast.Constant(symbol), node.left, node.right), node)
 
+    def visit_Subscript(self, node: ast.Subscript) -> Any:
+        if isinstance(node.ctx, ast.Load):
+            # The engine's ``_getitem_`` is ``operator.getitem``: Python's own subscript does the
+            # same, without a call. Writes still go through ``_write_``.
+            return self.node_contents_visit(node)
+        return super().visit_Subscript(node)
+
     def visit_Set(self, node: ast.Set) -> Any:
         node = self.node_contents_visit(node)
+        if all(_value_hashed_constant(elt) for elt in node.elts):
+            # Nothing to check: Python builds it from a frozenset constant, at C speed (a deny
+            # list of thousands of names in the top level costs microseconds per call).
+            return node
         return copy_locations(_call("_set_", ast.List(elts=node.elts, ctx=ast.Load())), node)
 
     def visit_SetComp(self, node: ast.SetComp) -> Any:
@@ -167,6 +178,20 @@ class ScriptPolicy(RestrictingNodeTransformer):
     def visit_For(self, node: ast.For) -> Any:
         node = _same(node, super().visit_For(node))
         node.body.insert(0, copy_locations(_tick(), node))
+        if _plain_iteration(node):
+            # The tick at the top of the body bounds the loop, and Python's own unpacking reads
+            # at most one item more than the target takes: the iteration guard adds nothing.
+            node.iter = node.iter.args[0]  # type: ignore[attr-defined]
+        return node
+
+    def visit_comprehension(self, node: ast.comprehension) -> Any:
+        node = _same(node, super().visit_comprehension(node))
+        if _plain_iteration(node):
+            # A tick as the first condition instead of a ticking iterator: the same bound, one
+            # call per item instead of a generator step and a call.
+            node.iter = node.iter.args[0]  # type: ignore[attr-defined]
+            tick = copy_locations(ast.UnaryOp(ast.Not(), _call("_tick_")), node.iter)
+            node.ifs.insert(0, tick)
         return node
 
     def visit_While(self, node: ast.While) -> Any:
@@ -201,6 +226,25 @@ class ScriptPolicy(RestrictingNodeTransformer):
         spec.keys.append(ast.Constant("star"))
         spec.values.append(ast.Constant(starred))
         return spec
+
+
+def _value_hashed_constant(node: ast.expr) -> bool:
+    """A literal whose hash comes from its value (``check_set`` would let it in)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (str, int, float, bool, bytes)
+
+
+def _plain_iteration(node: ast.For | ast.comprehension) -> bool:
+    """The loop's iterable went into RestrictedPython's iteration guard, and the target has no
+    starred name (which takes every item, so it keeps the guard's bounded unpacking)."""
+    guard = node.iter
+    return (
+        isinstance(guard, ast.Call)
+        and isinstance(guard.func, ast.Name)
+        and guard.func.id in ("_getiter_", "_iter_unpack_sequence_")
+        and not any(isinstance(n, ast.Starred) for n in ast.walk(node.target))
+    )
 
 
 def _never_a_view(node: ast.expr) -> bool:

@@ -131,7 +131,7 @@ class _Measure:
 
 def sized_str_method(budget: Budget, text: str, name: str, method: Any) -> Any:
     """``text.<name>`` with a size pre-check when the method can build a much longer string."""
-    wrap = _STR_METHODS.get(name)
+    wrap = SIZED_STR_METHODS.get(name)
     return method if wrap is None else wrap(budget, text, method)
 
 
@@ -210,7 +210,7 @@ def _join(budget: Budget, text: str, method: Callable[..., str]) -> Callable[...
     return join
 
 
-_STR_METHODS: dict[str, Callable[[Budget, str, Any], Any]] = {
+SIZED_STR_METHODS: dict[str, Callable[[Budget, str, Any], Any]] = {
     "ljust": _padded,
     "rjust": _padded,
     "center": _padded,
