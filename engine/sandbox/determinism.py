@@ -55,6 +55,8 @@ def check_set(items: Iterable[Any]) -> None:
     Raises:
         TypeError: naming the element's type.
     """
+    if _all_text(items):
+        return
     for item in items:
         kind = type(item)
         if kind in _VALUE_HASHED:
@@ -66,6 +68,16 @@ def check_set(items: Iterable[Any]) -> None:
             f"a set cannot hold a {kind.__name__}: its place in the set would depend on a "
             "memory address (keep such values in a list or as dict values)"
         )
+
+
+def _all_text(items: Iterable[Any]) -> bool:
+    """Whether every element is a string, at C speed: a set of thousands of names is the
+    common large set. (``join`` also takes subclasses of str, which no script can make.)"""
+    try:
+        "".join(items)
+    except TypeError:
+        return False
+    return True
 
 
 def checked_set(items: Iterable[Any] = ()) -> set[Any]:

@@ -74,13 +74,21 @@ class MemoryExhausted(BaseException):
 
 
 class Budget:
-    """One call's clock and size limits; the guards below consult it."""
+    """One call's clock and size limits; the guards below consult it.
 
-    __slots__ = ("deadline", "exhausted", "expired", "limits")
+    The time limit is CPU time, as for JavaScript: a tick reads only the (cheap) wall clock,
+    and reads the thread's CPU time once the wall clock passes the deadline. On a loaded
+    machine that is before the CPU time ran out: the deadline then moves to when the rest
+    could be used up, so a call that other work kept waiting does not fail as a timeout.
+    """
+
+    __slots__ = ("cpu_start", "deadline", "exhausted", "expired", "limits", "timeout_s")
 
     def __init__(self, limits: dict[str, int], *, timeout_ms: int) -> None:
         self.limits = limits
-        self.deadline = time.perf_counter() + timeout_ms / 1000
+        self.timeout_s = timeout_ms / 1000
+        self.cpu_start = time.thread_time()
+        self.deadline = time.perf_counter() + self.timeout_s
         self.expired = False
         self.exhausted = False
 
@@ -88,8 +96,11 @@ class Budget:
         if self.exhausted:
             raise MemoryExhausted
         if self.expired or time.perf_counter() > self.deadline:
-            self.expired = True
-            raise Deadline
+            left = self.remaining()
+            if self.expired or left <= 0:
+                self.expired = True
+                raise Deadline
+            self.deadline = time.perf_counter() + left
 
     def handler(self) -> None:
         """First thing in every except and finally block of a script."""
@@ -101,7 +112,8 @@ class Budget:
         self.tick()
 
     def remaining(self) -> float:
-        return self.deadline - time.perf_counter()
+        """CPU seconds left."""
+        return self.timeout_s - (time.thread_time() - self.cpu_start)
 
     def sequence(self, size: int) -> None:
         if size > self.limits["max_sequence"]:
@@ -181,10 +193,10 @@ def make_guards(budget: Budget) -> dict[str, Any]:
 
 def _ticker(budget: Budget) -> Callable[[], None]:
     """``budget.tick`` for the hot path: one clock read and three tests when nothing is due."""
-    clock, deadline = time.perf_counter, budget.deadline
+    clock = time.perf_counter
 
     def tick() -> None:
-        if budget.exhausted or budget.expired or clock() > deadline:
+        if budget.exhausted or budget.expired or clock() > budget.deadline:
             budget.tick()
 
     return tick
@@ -325,20 +337,46 @@ def _check_ttl(ttl_s: Any) -> None:
         )
 
 
+class CallInputs:
+    """What one call is handed, each part already its own (fresh) copy."""
+
+    __slots__ = ("config", "event", "function", "limits", "state")
+
+    def __init__(
+        self,
+        function: str,
+        event: Any,
+        config: Any,
+        state: dict[str, Any],
+        limits: dict[str, int],
+    ) -> None:
+        self.function, self.event, self.config = function, event, config
+        self.state, self.limits = state, limits
+
+
 class Host:
     """The ``host`` argument of a Python script: the same API as the JavaScript one."""
 
     __slots__ = ("_event", "_limits", "_out", "_regex", "config", "state")
 
     def __init__(
-        self, req: dict[str, Any], out: dict[str, Any], regex: Callable[[dict[str, Any]], Any]
+        self,
+        call: CallInputs,
+        out: dict[str, Any],
+        regex: Callable[[dict[str, Any]], Any],
     ) -> None:
-        self._event, self._limits, self._out, self._regex = req["event"], req["limits"], out, regex
-        self.config = req["config"]
-        self.state = HostState(req["state"], out["state_writes"], req["limits"], out["state_ttls"])
+        self._event, self._limits, self._out, self._regex = call.event, call.limits, out, regex
+        self.config = call.config
+        self.state = HostState(call.state, out["state_writes"], call.limits, out["state_ttls"])
 
     def __repr__(self) -> str:
         return "<host>"
+
+    def close(self) -> None:
+        """Let go of the call's data when the call ends (the script may have stored its own
+        objects in the event or the config), so they go while the call's limits still hold."""
+        self._event = self.config = None
+        self.state = HostState({}, {}, self._limits, {})
 
     def log(self, msg: str) -> None:
         limits, out = self._limits, self._out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 import gc
+import json
 import os
 import resource
 import sys
@@ -15,10 +16,23 @@ from types import CodeType, FrameType, FunctionType, TracebackType
 from typing import Any
 
 from engine.sandbox.determinism import script_types, scrub
-from engine.sandbox.guards import Budget, Deadline, Host, MemoryExhausted, make_guards
+from engine.sandbox.guards import (
+    Budget,
+    CallInputs,
+    Deadline,
+    Host,
+    MemoryExhausted,
+    make_guards,
+)
 from engine.sandbox.policy import ScriptPolicy
 from engine.sandbox.sizes import SizeLimit, check_binop, text_size
-from engine.sandbox.values import InvalidValue, RegexTimeout, check_result, finish
+from engine.sandbox.values import (
+    ConfigCache,
+    InvalidValue,
+    RegexTimeout,
+    check_result,
+    finish,
+)
 
 _SAFE_BUILTINS = (
     "abs",
@@ -70,11 +84,14 @@ class PythonRuntime:
     def __init__(self, regex: RegexFn, memory: Callable[[int], int]) -> None:
         self._regex, self._memory = regex, memory
         self._codes: OrderedDict[str, tuple[CodeType, str]] = OrderedDict()
+        self._configs = ConfigCache()
         self._max_sequence = 0
         self._base = {name: getattr(builtins, name) for name in _SAFE_BUILTINS}
         # The running call's max_sequence, for str(); set by every call before its code runs.
         self._base.update(script_types(lambda: self._max_sequence))
         self._start_size = self._size = address_space()
+        if _count_collection not in gc.callbacks:
+            gc.callbacks.append(_count_collection)
 
     def compile(self, req: dict[str, Any]) -> dict[str, Any]:
         source, filename, limits = req["source"], req["filename"], req["limits"]
@@ -83,7 +100,13 @@ class PythonRuntime:
             return {"ok": False, "kind": "compile", "problems": problems}
         budget = Budget(limits, timeout_ms=limits["compile_timeout_ms"])
         env = self._globals(budget, limits)
-        failure = self._run(lambda: exec(code, env), budget, limits, filename)
+        names: list[str] = []
+
+        def load() -> None:
+            exec(code, env)
+            names.extend(k for k, v in env.items() if k[:3] == "on_" and type(v) is FunctionType)
+
+        failure = self._run(load, budget, limits, filename, env.clear)
         if failure is not None:
             where = failure.get("line")
             message = f"the script failed while loading: {failure['message']}"
@@ -93,33 +116,63 @@ class PythonRuntime:
                 "problems": [{"line": where, "column": None, "message": message}],
             }
         self._cache(req["key"], code, filename)
-        names = [k for k, v in env.items() if k.startswith("on_") and isinstance(v, FunctionType)]
         return {"ok": True, "functions": names}
 
     def call(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Run one call; ask for a recycle when the worker has grown too far (see above)."""
-        answer = self._call(req)
+        """Run one call of the one-line protocol (the request holds the parsed event and config)."""
+        code = self._code(req["script"])
+        if isinstance(code, dict):
+            return code
+        # Popped: the request must not keep what the script may have changed past the call.
+        parts = (req["function"], req.pop("event"), req.pop("config"), req["state"])
+        return self._answer(code, CallInputs(*parts, req["limits"]))
+
+    def call_v2(self, call: dict[str, Any], event_text: str) -> dict[str, Any]:
+        """Run one call of a batch: ``event_text`` is parsed here, the config once per key.
+
+        The script gets its own copy of both: the event parsed anew, the config copied from
+        the parse cached under ``config_key`` (see ``ConfigCache``), so nothing it changes
+        reaches the next call. The answer asks for a recycle when the worker has grown too far.
+        """
+        code = self._code(call["script"])
+        if isinstance(code, dict):
+            return code
+        inputs = CallInputs(
+            call["function"],
+            json.loads(event_text),
+            self._configs.fresh(call["config_key"], call["config_text"]),
+            call["state"],
+            call["limits"],
+        )
+        return self._answer(code, inputs)
+
+    def _answer(self, code: tuple[CodeType, str], inputs: CallInputs) -> dict[str, Any]:
+        answer = self._execute(code, inputs)
         if self._size > self._start_size + GROWTH_RECYCLE_MB * 1024 * 1024:
             answer["recycle"] = True
         return answer
 
-    def _call(self, req: dict[str, Any]) -> dict[str, Any]:
-        script, limits = req["script"], req["limits"]
+    def _code(self, script: dict[str, Any]) -> tuple[CodeType, str] | dict[str, Any]:
+        """The script's cached code, compiled now if the request carries the source."""
         cached = self._codes.get(script["key"])
-        if cached is None:
-            if not script.get("source"):
-                return {"ok": False, "kind": "need_source"}
-            code, problems = translate(script["source"], script["filename"])
-            if code is None:
-                return {
-                    "ok": False,
-                    "kind": "runtime",
-                    "cause": "error",
-                    "line": problems[0]["line"],
-                    "message": problems[0]["message"],
-                }
-            cached = self._cache(script["key"], code, script["filename"])
+        if cached is not None:
+            return cached
+        if not script.get("source"):
+            return {"ok": False, "kind": "need_source"}
+        code, problems = translate(script["source"], script["filename"])
+        if code is None:
+            return {
+                "ok": False,
+                "kind": "runtime",
+                "cause": "error",
+                "line": problems[0]["line"],
+                "message": problems[0]["message"],
+            }
+        return self._cache(script["key"], code, script["filename"])
+
+    def _execute(self, cached: tuple[CodeType, str], inputs: CallInputs) -> dict[str, Any]:
         code, filename = cached
+        limits, function = inputs.limits, inputs.function
         budget = Budget(limits, timeout_ms=limits["timeout_ms"])
         out: dict[str, Any] = {
             "logs": [],
@@ -128,32 +181,29 @@ class PythonRuntime:
             "state_writes": {},
             "state_ttls": {},
         }
-        host = Host(req, out, lambda op: self._host_regex(op, budget=budget, limits=limits))
+        host = Host(inputs, out, lambda op: self._host_regex(op, budget=budget, limits=limits))
         env = self._globals(budget, limits)
         result: list[Any] = []
 
         def run() -> None:
             exec(code, env)
-            fn = env.get(req["function"])
-            if not isinstance(fn, FunctionType):
-                raise TypeError(f"call: the script defines no function {req['function']}")
-            result.append(fn(req["event"], host))
+            fn = env.get(function)
+            if type(fn) is not FunctionType:
+                raise TypeError(f"call: the script defines no function {function}")
+            value = fn(inputs.event, host)
+            check_result(value, limits)  # before the value leaves the call's limits
+            result.append(value)
+
+        def release() -> None:
+            env.clear()
+            host.close()
+            inputs.event = inputs.config = None
 
         started = time.perf_counter()
-        failure = self._run(run, budget, limits, filename)
+        failure = self._run(run, budget, limits, filename, release)
         duration = (time.perf_counter() - started) * 1000
         if failure is not None:
             return failure
-        try:
-            check_result(result[0], limits)
-        except InvalidValue as exc:
-            return {
-                "ok": False,
-                "kind": "runtime",
-                "cause": "invalid_result",
-                "message": str(exc),
-                "line": None,
-            }
         return finish(result[0], out, limits, duration)
 
     def _cache(self, key: str, code: CodeType, filename: str) -> tuple[CodeType, str]:
@@ -173,18 +223,34 @@ class PythonRuntime:
         return env
 
     def _run(
-        self, fn: Callable[[], None], budget: Budget, limits: dict[str, int], filename: str
+        self,
+        fn: Callable[[], None],
+        budget: Budget,
+        limits: dict[str, int],
+        filename: str,
+        release: Callable[[], None],
     ) -> dict[str, Any] | None:
-        """Run script code with the recursion and memory caps on; None on success."""
+        """Run script code with the recursion and memory caps on; None on success.
+
+        ``release`` lets go of the script's globals and of everything it was handed; then its
+        garbage is collected before the caps come off, so whatever the call made (a
+        generator's ``finally`` block included) ends inside the call, on its own clock and
+        memory, and nothing of it is left for a later call to run.
+        """
         old_limit = sys.getrecursionlimit()
         sys.setrecursionlimit(_depth() + limits["max_recursion"] + 30)
         self._size = self._memory(limits["memory_mb"])
+        collections = [_COLLECTIONS[0]]
         try:
-            fn()
-            if budget.expired:
-                # The script caught the deadline somewhere (e.g. in a generator's finally): an
-                # interrupt is final, whatever the script went on to return.
-                raise Deadline
+            try:
+                fn()
+            finally:
+                release()
+            _collect(collections)
+            # The script caught the deadline somewhere (e.g. in a generator's finally), code
+            # that ran as its objects went (which cannot raise to us) hit a limit, or its last
+            # stretch had no tick: an interrupt is final, whatever the script returned.
+            budget.tick()
         except Deadline:
             return {
                 "ok": False,
@@ -216,6 +282,14 @@ class PythonRuntime:
                 "recycle": not isinstance(exc, SizeLimit),
                 "message": f"memory limit exceeded{': ' + str(exc) if str(exc) else ''}",
             }
+        except InvalidValue as exc:
+            return {
+                "ok": False,
+                "kind": "runtime",
+                "cause": "invalid_result",
+                "message": str(exc),
+                "line": None,
+            }
         except BaseException as exc:  # noqa: BLE001 - a script's SystemExit is its own failure
             return {
                 "ok": False,
@@ -225,10 +299,11 @@ class PythonRuntime:
                 "line": _script_line(exc.__traceback__, filename),
             }
         finally:
+            # After a failure, the frames of the exception went as its handler ended: collect
+            # their cycles, still under the caps.
+            _collect(collections)
             self._memory(0)
             sys.setrecursionlimit(old_limit)
-            # Cycles the call made go now, not during (and on the clock of) some later call.
-            gc.collect()
         return None
 
     def _host_regex(self, op: dict[str, Any], *, budget: Budget, limits: dict[str, int]) -> Any:
@@ -288,6 +363,30 @@ def _pow(budget: Budget, base: Any, exp: Any, mod: Any = None) -> Any:
     if type(mod) is int:
         budget.bits(abs(mod).bit_length() + abs(exp).bit_length() if type(exp) is int else 0)
     return pow(base, exp, mod)
+
+
+_COLLECTIONS = [0]
+"""Collections the garbage collector has started in this process (see ``_collect``)."""
+
+
+def _count_collection(phase: str, info: dict[str, int]) -> None:
+    if phase == "start":
+        _COLLECTIONS[0] += 1
+
+
+def _collect(since: list[int]) -> None:
+    """Collect the cycles a call left, at the cost of what it left.
+
+    Every call ends with this, so all it made is in the youngest generation, unless the
+    collector ran during the call (``since`` holds the count of collections when it started)
+    and moved survivors into older ones: then a full collection. ``since`` is brought up to
+    date, so a second collection for the same call is as cheap as it can be.
+    """
+    if _COLLECTIONS[0] != since[0]:
+        gc.collect()
+    elif gc.get_count()[0]:
+        gc.collect(0)
+    since[0] = _COLLECTIONS[0]
 
 
 def _depth() -> int:

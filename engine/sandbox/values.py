@@ -1,9 +1,12 @@
-"""Checks that a value a script hands over is plain JSON, within depth and size caps."""
+"""Plain JSON across the sandbox boundary: checks on what a script hands over (depth and size
+caps), and fresh copies of what it is handed."""
 
 from __future__ import annotations
 
 import json
 import math
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 SAFE_INT = 2**53 - 1
@@ -80,3 +83,62 @@ def finish(
         "state_ttls": out["state_ttls"],
         "duration_ms": duration_ms,
     }
+
+
+def copier(value: Any) -> Callable[[], Any]:
+    """A function that returns a new copy of the JSON ``value`` on every call.
+
+    Every list and dict of the copy is new, so a script that changes it changes its own copy;
+    strings, numbers, booleans and None are immutable and shared. A container holding no
+    container is copied by one C call, so a long flat list costs about a memory copy.
+    """
+    kind = type(value)
+    if kind is not list and kind is not dict:
+        return lambda: value
+    pairs = value.items() if kind is dict else enumerate(value)
+    inner = [(k, copier(v)) for k, v in pairs if type(v) is list or type(v) is dict]
+    flat: Callable[[], Any] = value.copy
+    if not inner:
+        return flat
+
+    def copy() -> Any:
+        out = flat()
+        for k, fresh in inner:
+            out[k] = fresh()
+        return out
+
+    return copy
+
+
+class ConfigCache:
+    """Hook configs parsed once per worker, by the host's config key; a fresh copy per call.
+
+    The key only finds the entry: the text must also be equal, so no mix-up of keys can hand
+    one hook another's config. Bounded by entries and by the characters of text held.
+    """
+
+    def __init__(self, *, max_entries: int = 64, max_chars: int = 16_000_000) -> None:
+        self._entries: OrderedDict[str, tuple[str, Callable[[], Any]]] = OrderedDict()
+        self._max_entries, self._max_chars, self._chars = max_entries, max_chars, 0
+
+    def fresh(self, key: str, text: str) -> Any:
+        """A new copy of the config ``text`` (JSON) cached under ``key``."""
+        entry = self._entries.get(key)
+        if entry is None or entry[0] != text:
+            entry = (text, copier(json.loads(text)))
+            self._put(key, entry)
+        else:
+            self._entries.move_to_end(key)
+        return entry[1]()
+
+    def _put(self, key: str, entry: tuple[str, Callable[[], Any]]) -> None:
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._chars -= len(old[0])
+        self._entries[key] = entry
+        self._chars += len(entry[0])
+        while len(self._entries) > 1 and (
+            len(self._entries) > self._max_entries or self._chars > self._max_chars
+        ):
+            _, (text, _) = self._entries.popitem(last=False)
+            self._chars -= len(text)
