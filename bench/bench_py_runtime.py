@@ -89,9 +89,12 @@ class Row:
         _encode(self.py.call_v2(call, event_text))
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+
+
 def _encode(answer: dict[str, Any]) -> None:
     assert answer["ok"], answer
-    json.dumps(answer, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    _ENCODER.encode(answer).encode("utf-8", "surrogatepass")
 
 
 def timed(fn: Callable[[int], None], calls: int) -> list[float]:

@@ -358,6 +358,8 @@ class Host:
     """The ``host`` argument of a Python script: the same API as the JavaScript one."""
 
     __slots__ = ("_event", "_limits", "_out", "_regex", "config", "state")
+    config: Any
+    state: HostState | None
 
     def __init__(
         self,
@@ -375,8 +377,7 @@ class Host:
     def close(self) -> None:
         """Let go of the call's data when the call ends (the script may have stored its own
         objects in the event or the config), so they go while the call's limits still hold."""
-        self._event = self.config = None
-        self.state = HostState({}, {}, self._limits, {})
+        self._event = self.config = self.state = None
 
     def log(self, msg: str) -> None:
         limits, out = self._limits, self._out

@@ -231,7 +231,7 @@ class ScriptPolicy(RestrictingNodeTransformer):
 def _value_hashed_constant(node: ast.expr) -> bool:
     """A literal whose hash comes from its value (``check_set`` would let it in)."""
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        node = node.operand
+        return isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)
     return isinstance(node, ast.Constant) and type(node.value) in (str, int, float, bool, bytes)
 
 
@@ -271,3 +271,110 @@ def _same(node: _N, visited: object) -> _N:
             f"{type(node).__name__} node"
         )
     return visited
+
+
+def fold_constant_tables(tree: ast.Module) -> None:
+    """Make module-level lookup tables compile-time constants, where no script can tell.
+
+    A name bound once, at module level, to a list or set display of literals, and otherwise
+    only read as the right side of ``in``/``not in`` (a list: also as what a ``for`` loop or a
+    comprehension iterates), is bound to a tuple or frozenset constant instead: the code object
+    holds it, so a call does not build it again (a deny list of thousands of names cost tens of
+    microseconds per call). Membership and iteration give the same answers for both types, the
+    value never reaches script code any other way, and it is immutable, so calls still share
+    nothing they could change. Any other use of the name (a write, ``global``, a parameter of
+    that name, passing it on, a method call) leaves the display as it is.
+    """
+    tables = _table_candidates(tree)
+    if not tables:
+        return
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(tree):
+        for name in _bound_names(node):
+            tables.pop(name, None)
+        if isinstance(node, ast.Name) and node.id in tables:
+            stmt, value = tables[node.id]
+            if node is not stmt.targets[0] and not _reads_as_table(node, parents, value):
+                del tables[node.id]
+    for stmt, value in tables.values():
+        stmt.value = copy_locations(ast.Constant(value), stmt.value)
+
+
+def _table_candidates(tree: ast.Module) -> dict[str, tuple[ast.Assign, Any]]:
+    """Module-level ``NAME = [literals]`` / ``NAME = {literals}``, each name assigned once."""
+    found: dict[str, tuple[ast.Assign, Any]] = {}
+    twice: set[str] = set()
+    shadowed = {
+        name
+        for node in ast.walk(tree)
+        for name in (
+            [node.id] if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) else []
+        )
+        + _bound_names(node)
+    }
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        target, value = stmt.targets[0], stmt.value
+        if not isinstance(target, ast.Name):
+            continue
+        if target.id in found:
+            twice.add(target.id)
+        if isinstance(value, ast.List) and all(_literal(e) for e in value.elts):
+            found[target.id] = (stmt, tuple(ast.literal_eval(e) for e in value.elts))
+        elif isinstance(value, ast.Set) and all(_value_hashed_constant(e) for e in value.elts):
+            found[target.id] = (stmt, frozenset(ast.literal_eval(e) for e in value.elts))
+        elif _set_of_literals(value, shadowed):
+            items = value.args[0].elts  # type: ignore[attr-defined]
+            found[target.id] = (stmt, frozenset(ast.literal_eval(e) for e in items))
+    return {name: entry for name, entry in found.items() if name not in twice}
+
+
+def _set_of_literals(value: ast.expr, shadowed: set[str]) -> bool:
+    """``set([...])`` or ``frozenset({...})`` of literals, the built-in not rebound anywhere."""
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in ("set", "frozenset")
+        and value.func.id not in shadowed
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], (ast.List, ast.Set, ast.Tuple))
+        and all(_value_hashed_constant(e) for e in value.args[0].elts)
+    )
+
+
+def _literal(node: ast.expr) -> bool:
+    return _value_hashed_constant(node) or (isinstance(node, ast.Constant) and node.value is None)
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    """Names a node binds other than by assigning to an ``ast.Name``."""
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return list(node.names)
+    if isinstance(node, (ast.ExceptHandler, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.alias):
+        return [node.asname or node.name]
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    return []
+
+
+def _reads_as_table(node: ast.Name, parents: dict[int, ast.AST], value: Any) -> bool:
+    """``x in NAME``, ``x not in NAME``; for a tuple also ``for x in NAME`` (loop or
+    comprehension, whose iteration guard the policy has already taken off)."""
+    if not isinstance(node.ctx, ast.Load):
+        return False
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.Compare):
+        return any(
+            c is node and isinstance(op, (ast.In, ast.NotIn))
+            for op, c in zip(parent.ops, parent.comparators, strict=True)
+        )
+    iterated = isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is node
+    return iterated and type(value) is tuple

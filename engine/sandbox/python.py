@@ -24,7 +24,7 @@ from engine.sandbox.guards import (
     MemoryExhausted,
     make_guards,
 )
-from engine.sandbox.policy import ScriptPolicy
+from engine.sandbox.policy import ScriptPolicy, fold_constant_tables
 from engine.sandbox.sizes import SizeLimit, check_binop, text_size
 from engine.sandbox.values import (
     ConfigCache,
@@ -195,9 +195,11 @@ class PythonRuntime:
             result.append(value)
 
         def release() -> None:
-            env.clear()
+            # What the script may have stored in its inputs goes first, while its globals still
+            # resolve (a generator's finally block runs as usual); then the globals.
             host.close()
             inputs.event = inputs.config = None
+            env.clear()
 
         started = time.perf_counter()
         failure = self._run(run, budget, limits, filename, release)
@@ -339,6 +341,7 @@ def translate(source: str, filename: str) -> tuple[CodeType | None, list[dict[st
             return None, [
                 {"line": ln, "column": col, "message": msg} for ln, col, msg in policy.problems
             ]
+        fold_constant_tables(tree)
         return compile(tree, filename, "exec"), []
     except SyntaxError as exc:
         return None, [
@@ -406,6 +409,7 @@ def _script_line(tb: TracebackType | None, filename: str) -> int | None:
     return line
 
 
+_PAGE = resource.getpagesize()
 _STATM: list[int] = []
 """The descriptor of /proc/self/statm, opened once: a pread costs a fraction of an open."""
 
@@ -414,7 +418,7 @@ def address_space() -> int:
     """This process's mapped address space in bytes (what RLIMIT_AS counts)."""
     if not _STATM:
         _STATM.append(os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC))
-    return int(os.pread(_STATM[0], 128, 0).split()[0]) * resource.getpagesize()
+    return int(os.pread(_STATM[0], 128, 0).split(maxsplit=1)[0]) * _PAGE
 
 
 def address_space_limiter(extra_mb: int = 16) -> Callable[[int], int]:

@@ -51,10 +51,13 @@ def check_json(value: Any, *, max_depth: int, what: str) -> None:
             raise InvalidValue(f"{what}: {kind.__name__} is not JSON")
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""Made once: ``json.dumps`` with options builds an encoder on every call."""
+
+
 def json_size(value: Any) -> int:
     """Bytes of ``value`` as compact UTF-8 JSON: the one size measure of every cap."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return len(text.encode("utf-8", "surrogatepass"))
+    return len(_COMPACT.encode(value).encode("utf-8", "surrogatepass"))
 
 
 def check_result(value: Any, limits: dict[str, int]) -> None:

@@ -196,13 +196,18 @@ PY_CHANNELS: dict[str, tuple[str, str]] = {
     "host_attribute": ("host.stash = 1", "False"),
     "host_config_mutation": ("host.config['list'].append('x')", "len(host.config['list']) != 0"),
     "event_mutation": ("event['input']['stash'] = 1", "'stash' in event['input']"),
+    # module-level tables: a name used any other way than ``x in NAME`` stays built per call
+    "module_list_table": ("TABLE.append('x')", "'x' in TABLE"),
+    "module_set_table": ("SEEN.add('x')", "'x' in SEEN"),
+    "module_table_by_alias": ("alias = ALIASED\n            alias.append('x')", "'x' in ALIASED"),
     "global_statement": (
         "plant_global()",
         "'PLANTED' in [k for k in ['PLANTED'] if k == PLANTED_NAME()]",
     ),
 }
 PY_TOP = (
-    "COUNTER = []\nCACHE = {}\n\ndef remember(x=None, seen=[]):\n    if x is not None:\n        seen.append(x)\n    return seen\n\n"
+    "COUNTER = []\nCACHE = {}\nTABLE = ['a']\nSEEN = {'a', 'b'}\nALIASED = ['a']\n"
+    "\ndef remember(x=None, seen=[]):\n    if x is not None:\n        seen.append(x)\n    return seen\n\n"
     "def plant_global():\n    global STASH\n    STASH = 1\n\ndef PLANTED_NAME():\n    return 'PLANTED' if STASH_SEEN() else ''\n\n"
     "def STASH_SEEN():\n    try:\n        return STASH == 1\n    except NameError:\n        return False\n"
 )
