@@ -98,9 +98,14 @@ class Budget:
         if self.expired or time.perf_counter() > self.deadline:
             left = self.remaining()
             if self.expired or left <= 0:
-                self.expired = True
+                self.expire()
                 raise Deadline
             self.deadline = time.perf_counter() + left
+
+    def expire(self) -> None:
+        """The call is out of time for good; every later tick raises."""
+        self.expired = True
+        self.deadline = -math.inf
 
     def handler(self) -> None:
         """First thing in every except and finally block of a script."""
@@ -109,6 +114,7 @@ class Budget:
             isinstance(exc, MemoryError) and not isinstance(exc, SizeLimit)
         ):
             self.exhausted = True
+            self.deadline = -math.inf  # so the hot-path tick takes the slow path and raises
         self.tick()
 
     def remaining(self) -> float:
@@ -192,11 +198,12 @@ def make_guards(budget: Budget) -> dict[str, Any]:
 
 
 def _ticker(budget: Budget) -> Callable[[], None]:
-    """``budget.tick`` for the hot path: one clock read and three tests when nothing is due."""
+    """``budget.tick`` for the hot path: one clock read and one test when nothing is due (an
+    expired or exhausted budget has its deadline at minus infinity)."""
     clock = time.perf_counter
 
     def tick() -> None:
-        if budget.exhausted or budget.expired or clock() > budget.deadline:
+        if clock() > budget.deadline:
             budget.tick()
 
     return tick

@@ -316,7 +316,7 @@ class PythonRuntime:
                 op, call=budget, remaining_s=budget.remaining(), memory_mb=limits["memory_mb"]
             )
         except RegexTimeout:
-            budget.expired = True
+            budget.expire()
             raise Deadline from None
 
 
