@@ -72,10 +72,12 @@ def check_set(items: Iterable[Any]) -> None:
 
 def _all_text(items: Iterable[Any]) -> bool:
     """Whether every element is a string, at C speed: a set of thousands of names is the
-    common large set. (``join`` also takes subclasses of str, which no script can make.)"""
+    common large set. (``join`` also takes subclasses of str, which no script can make.) The
+    joined copy is dropped at once; if there is no memory for it, the element loop answers,
+    which allocates nothing, so the outcome never depends on the memory left."""
     try:
         "".join(items)
-    except TypeError:
+    except (TypeError, MemoryError):
         return False
     return True
 
