@@ -45,6 +45,14 @@ def test_the_engine_class_loads_no_store_http_or_watcher_dependency() -> None:
     assert imported_after("from engine import Engine, Outcome, Record, RecordQuery") == []
 
 
+def test_an_offline_engine_loads_no_http_client_server_or_watcher(tmp_path: Path) -> None:
+    code = (
+        "from engine import Engine\n"
+        f"Engine.load({str(REPO / 'config')!r}, db={str(tmp_path / 's.db')!r}).close()"
+    )
+    assert set(imported_after(code)) <= {"sqlalchemy", "asyncio"}  # the store's, and its own
+
+
 def test_every_public_name_is_its_modules_own() -> None:
     import engine
     import engine.errors
