@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import atexit
+import importlib
 import threading
 import uuid
 import weakref
@@ -34,7 +34,25 @@ from engine.records import RecordWriter
 from engine.store import Record, RecordQuery, Store, open_store
 
 if TYPE_CHECKING:
+    import asyncio
+
     from engine.reload import Reloader
+
+
+class _OnFirstUse:
+    """A module imported when one of its names is first used."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+if not TYPE_CHECKING:
+    # asyncio is a sixth of the engine's import time, and only the a-methods use it: they
+    # run under an event loop, where it is imported already.
+    asyncio = _OnFirstUse("asyncio")
 
 _open_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
 

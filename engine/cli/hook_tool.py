@@ -16,6 +16,8 @@ from engine.config.models import AgentConfig, EngineSettings
 from engine.errors import ConfigError
 from engine.outcome import Outcome
 from engine.runtime import Agent, Engine
+from engine.store import Store
+from engine.store.lazy import LazyStore, open_lazy_store
 
 VERBS = {
     "info": (0, "show the parsed config"),
@@ -73,7 +75,7 @@ def _run(args: argparse.Namespace) -> int:
         return _info(path, args)
     if args.verb == "test":
         return _test(path, args)
-    with load_engine(path, agent=args.agent, db=args.db, live=args.live) as engine:
+    with load_engine(path, agent=args.agent, db=args.db, live=args.live, one_shot=True) as engine:
         outcomes = _evaluate(engine.agent(args.agent), args)
         engine.flush()
     if args.json:
@@ -91,14 +93,22 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def load_engine(path: Path, *, agent: str, db: str | None, live: bool) -> Engine:
-    """An engine whose one agent has just the hook at ``path`` (no host layer)."""
+def load_engine(
+    path: Path, *, agent: str, db: str | None, live: bool, one_shot: bool = False
+) -> Engine:
+    """An engine whose one agent has just the hook at ``path`` (no host layer).
+
+    ``one_shot``: the engine evaluates once and exits (``OneShotEngine``).
+    """
     spec, problems = load_hook_file(path)
     root = find_config_root(path.resolve().parent)
     settings, found = load_engine_settings(root) if root else (EngineSettings(), [])
     if problems or found or spec is None:
         raise ConfigError(problems + found)
-    settings = settings.model_copy(update={"process": agent})
+    update: dict[str, Any] = {"process": agent}
+    if one_shot:  # one evaluation runs in one worker: the others would only start and stop
+        update["scripts"] = settings.scripts.model_copy(update={"workers": 1})
+    settings = settings.model_copy(update=update)
     base = root.parent if root else Path.cwd()
     project = ProjectConfig(
         root or path.parent,
@@ -115,7 +125,48 @@ def load_engine(path: Path, *, agent: str, db: str | None, live: bool) -> Engine
             )
         },
     )
-    return Engine(project, live=live, db=db)
+    if not one_shot:
+        return Engine(project, live=live, db=db)
+    engine = OneShotEngine(project, live=live, db=db)
+    engine.open_what_hooks_use(agent)
+    return engine
+
+
+class OneShotEngine(Engine):
+    """The engine of one evaluation (``hook_tool`` run per tool call, say): its SQLite stores
+    write the record through the standard library and open the SQL store (SQLAlchemy) only
+    when a hook reads or writes them (engine/store/lazy.py). The decision and its record are
+    the same as the full engine's."""
+
+    def open_store(self, url_or_path: str) -> Store:
+        key = url_or_path or self._default_store_url()
+        with self._lock:
+            if key not in self._stores:
+                limits = self.settings.store
+                self._stores[key] = open_lazy_store(
+                    key,
+                    connect_timeout_s=limits.connect_timeout_s,
+                    statement_timeout_s=limits.statement_timeout_s,
+                )
+            return self._stores[key]
+
+    def open_what_hooks_use(self, agent: str) -> None:
+        """Open the SQL stores now if a hook of ``agent`` uses a store beyond its record
+        (script state, FAQ pairs, memory): the opening then counts in no hook's time."""
+        if all(_record_only(slot.hook) for slot in self.agent(agent).pipeline.slots):
+            return
+        with self._lock:
+            stores = list(self._stores.values())
+        for store in stores:
+            if isinstance(store, LazyStore):
+                store.full()
+
+
+def _record_only(hook: Any) -> bool:
+    """Whether ``hook`` touches no store when it runs (the pipeline writes its record)."""
+    if hook.kind == "script_hook":
+        return not hook.uses_state
+    return hook.kind in ("inject", "escalate")
 
 
 def _scope(args: argparse.Namespace) -> dict[str, Any]:

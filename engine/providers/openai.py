@@ -8,9 +8,8 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.providers.tasks import (
@@ -22,6 +21,9 @@ from engine.providers.tasks import (
     MemorizeTask,
     ProviderError,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 FAQ_JUDGE = (
     "You are a question similarity judge. A user asked a new question; below are questions "
@@ -213,6 +215,8 @@ class OpenAIProvider:
         return call
 
     def _post(self, request: dict[str, Any]) -> dict[str, Any]:
+        import httpx  # a sixth of a second to import: offline engines never load it
+
         url = self.endpoint.base_url.rstrip("/") + "/chat/completions"
         try:
             with httpx.Client(timeout=self.endpoint.timeout_s, transport=self._transport) as client:

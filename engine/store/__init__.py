@@ -3,20 +3,38 @@ SQLite is the embedded default; a ``postgresql://`` URL selects PostgreSQL."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from engine.store.models import (
-    Episode,
-    Fact,
-    FactEdit,
-    FaqPair,
-    MemoryResult,
-    MemoryUpdate,
-    MemoryView,
-    NewFact,
-)
 from engine.store.records import LossSummary, Record, RecordLoss, RecordQuery
+
+if TYPE_CHECKING:
+    from engine.store.models import (
+        Episode,
+        Fact,
+        FactEdit,
+        FaqPair,
+        MemoryResult,
+        MemoryUpdate,
+        MemoryView,
+        NewFact,
+    )
+
+_MEMORY_AND_FAQ = frozenset(
+    {"Episode", "Fact", "FactEdit", "FaqPair"}
+    | {"MemoryResult", "MemoryUpdate", "MemoryView", "NewFact"}
+)
+"""Names of engine/store/models.py, imported on first use (PEP 562): a hook that keeps no
+memory or FAQ pairs, and a one-shot ``hook_tool``, never need them."""
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MEMORY_AND_FAQ:
+        raise AttributeError(f"module 'engine.store' has no attribute {name!r}")
+    value = getattr(importlib.import_module("engine.store.models"), name)
+    globals()[name] = value
+    return value
 
 
 class Store(Protocol):

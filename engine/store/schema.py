@@ -13,8 +13,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 
 from engine.errors import StoreError
-
-SCHEMA_VERSION = 4
+from engine.store.version import SCHEMA_VERSION as SCHEMA_VERSION
 
 metadata = sa.MetaData()
 

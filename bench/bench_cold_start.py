@@ -1,0 +1,117 @@
+"""Cold start: ``import engine``, ``Engine.load``, and a one-shot ``hook_tool … tool`` (the JS
+no-deletes guard of the demo config), each in a fresh interpreter, against ``python -c pass``.
+
+The engine's modules are byte-compiled first, as an install does (``compileall``): without
+their .pyc files every run would compile them from source.
+
+Run: python bench/bench_cold_start.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GUARD = REPO / "config" / "agents" / "demo" / "hooks" / "no_deletes.yaml"
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+IMPORT_TARGET_MS = 150.0
+ONE_SHOT_TARGET_MS = 300.0
+ONE_SHOT = "hook_tool guard.yaml tool … (one shot)"
+
+
+CPU: dict[str, list[float]] = {}
+"""CPU milliseconds (user + system, the process and the children it waited for) per case:
+on a loaded machine they vary far less than wall-clock times."""
+
+
+def wall_ms(argv: Sequence[str], case: str) -> float:
+    """Wall-clock milliseconds of one run of ``argv`` (it must succeed); its CPU time is
+    noted in ``CPU[case]``."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = (time.perf_counter() - start) * 1000
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, argv)
+    CPU.setdefault(case, []).append((usage.ru_utime + usage.ru_stime) * 1000)
+    return wall
+
+
+def import_ms(statement: str) -> float:
+    """``python -X importtime -c statement``: the cumulative times of the engine's top-level
+    lines (``engine``, and the modules its names were then imported from)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", statement],
+        env=ENV,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    found = re.findall(r"import time:\s+\d+ \|\s+(\d+) \| engine\b", done.stderr)
+    return sum(int(us) for us in found) / 1000
+
+
+def load_ms(db: Path) -> float:
+    """Milliseconds of ``Engine.load`` of the demo config in a fresh interpreter (after its
+    imports), closing included."""
+    code = (
+        "import time\nfrom engine import Engine\nstart = time.perf_counter()\n"
+        f"Engine.load({str(REPO / 'config')!r}, db={str(db)!r}).close()\n"
+        "print((time.perf_counter() - start) * 1000)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=ENV, check=True, capture_output=True, text=True
+    )
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def row(name: str, times: list[float], base: float, target: float | None = None) -> None:
+    p50 = statistics.median(times)
+    cpu = f"{statistics.median(CPU[name]):>9.1f}" if name in CPU else f"{'':>9}"
+    goal = f"  target <= {target:.0f} ms: {'met' if p50 <= target else 'NOT met'}" if target else ""
+    print(f"{name:<44} {p50:>9.1f} {min(times):>9.1f} {p50 / base:>12.1f} {cpu}{goal}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    runs = parser.parse_args().runs
+    compileall.compile_dir(REPO / "engine", quiet=1)
+    print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores, {runs} runs each")
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "store.db"
+        one_shot = [
+            sys.executable, "-m", "engine.cli.hook_tool", str(GUARD),
+            "tool", "delete_file", '{"path": "a.txt"}', "--db", str(db),
+        ]  # fmt: skip
+        wall_ms(one_shot, "warm-up")  # creates the store: later runs find it current
+        pass_ = [sys.executable, "-c", "pass"]
+        rows = {
+            "python -c pass": [wall_ms(pass_, "python -c pass") for _ in range(runs)],
+            "import engine (-X importtime)": [import_ms("import engine") for _ in range(runs)],
+            "from engine import Engine (-X importtime)": [
+                import_ms("from engine import Engine") for _ in range(runs)
+            ],
+            "Engine.load(config), after imports": [load_ms(db) for _ in range(runs)],
+            ONE_SHOT: [wall_ms(one_shot, ONE_SHOT) for _ in range(runs)],
+        }
+    base = statistics.median(rows["python -c pass"])
+    print(f"{'case':<44} {'p50 ms':>9} {'min ms':>9} {'x python -c':>12} {'cpu p50':>9}")
+    targets = {"import engine (-X importtime)": IMPORT_TARGET_MS, ONE_SHOT: ONE_SHOT_TARGET_MS}
+    for name, times in rows.items():
+        row(name, times, base, targets.get(name))
+
+
+if __name__ == "__main__":
+    main()
