@@ -241,7 +241,11 @@ def measure_all(calls: int, rounds: int) -> dict[str, tuple[float, float, float]
 def print_table(title: str, rows: dict[str, tuple[float, float, float]]) -> None:
     base = rows["poll"]
     print(f"\n{title}")
-    print(f"{'case':<12} {'p50 µs':>8} {'p99 µs':>8} {'CPU µs':>8} {'p50 x poll':>11} {'CPU x poll':>11}")
+    columns = ("p50 µs", "p99 µs", "CPU µs", "p50 x poll", "CPU x poll")
+    print(
+        f"{'case':<12}" + "".join(f" {c:>8}" for c in columns[:3]) + f" {columns[3]:>11}"
+        f" {columns[4]:>11}"
+    )
     for name, (p50, p99, cpu) in rows.items():
         print(
             f"{name:<12} {p50 * 1e6:>8.1f} {p99 * 1e6:>8.1f} {cpu * 1e6:>8.1f}"
