@@ -40,9 +40,9 @@ BACKOFF_S = (0.1, 2.0)
 is back within the longest wait plus a worker's start-up."""
 
 
-def _wake(future: asyncio.Future[None]) -> None:
+def _wake(future: asyncio.Future[Any], result: Any = None) -> None:
     if not future.done():
-        future.set_result(None)
+        future.set_result(result)
 
 
 class WorkerDied(Exception):
@@ -125,21 +125,25 @@ class Worker:
 
     async def aread_answer(self, deadline: float, max_bytes: int) -> dict[str, Any]:
         """``read_answer`` on the running event loop: waits with ``loop.add_reader``."""
-        loop = asyncio.get_running_loop()
         while (answer := self._line(max_bytes)) is None:
-            if not self._poll.poll(0):
-                woke = loop.create_future()
-                loop.add_reader(self._out, _wake, woke)
-                timer = loop.call_later(max(deadline - time.monotonic(), 0.0), _wake, woke)
-                try:
-                    await woke
-                finally:
-                    loop.remove_reader(self._out)
-                    timer.cancel()
-                if not self._poll.poll(0):
-                    raise WorkerDied("worker overran its deadline", timed_out=True)
+            if not self._poll.poll(0) and not await self._readable(deadline):
+                raise WorkerDied("worker overran its deadline", timed_out=True)
             self._fill()
         return answer
+
+    async def _readable(self, deadline: float) -> bool:
+        """Wait on the loop until the pipe is readable (True) or the deadline passed; past
+        it, one last look, as in ``_read``."""
+        loop = asyncio.get_running_loop()
+        woke: asyncio.Future[bool] = loop.create_future()
+        loop.add_reader(self._out, _wake, woke, True)
+        timer = loop.call_later(max(deadline - time.monotonic(), 0.0), _wake, woke, False)
+        try:
+            readable = await woke
+        finally:
+            loop.remove_reader(self._out)
+            timer.cancel()
+        return readable or bool(self._poll.poll(0))
 
     def _fill(self) -> None:
         chunk = os.read(self._out, 1 << 16)
@@ -205,7 +209,7 @@ class Workers:
         self._lock = threading.Lock()
         self._freed = threading.Condition(self._lock)
         """Notified when a worker is given back or spawned, a slot frees, or the pool closes."""
-        self._waiters: list[Callable[[], object]] = []
+        self._waiters: list[tuple[str | None, Callable[[], object]]] = []
         """Event-loop tasks waiting for a worker (``atake``), woken with ``_freed``."""
         self._wanted = threading.Condition(self._lock)
         """Notified when a replacement is wanted or the pool closes (the spawner waits on it)."""
@@ -280,17 +284,23 @@ class Workers:
         loop = asyncio.get_running_loop()
         end = time.monotonic() + timeout_s
         while True:
-            woke = loop.create_future()
             with self._lock:
                 worker = self._take_now(owner)
                 if isinstance(worker, Worker):
                     return worker
-                self._waiters.append(partial(loop.call_soon_threadsafe, _wake, woke))
-            left = end - time.monotonic()
-            if left <= 0:
-                raise ScriptLimitError(self._busy_reason(worker, timeout_s), cause="busy")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woke, left)
+                woke = loop.create_future()
+                waiter = (owner, partial(loop.call_soon_threadsafe, _wake, woke))
+                self._waiters.append(waiter)
+            try:
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise ScriptLimitError(self._busy_reason(worker, timeout_s), cause="busy")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woke, left)
+            finally:
+                with self._lock:  # not woken (a timeout, a cancel): it must not take a wake-up
+                    if waiter in self._waiters:
+                        self._waiters.remove(waiter)
 
     def _take_now(self, owner: str | None) -> Worker | bool:
         """Under the lock: a free worker for ``owner`` now, or whether it is at its cap."""
@@ -300,7 +310,7 @@ class Workers:
         self._start_spawner()  # it may have failed to start before
         if not self._all and self.last_spawn_error is not None:
             raise ScriptLimitError(self._unavailable_reason(), cause="unavailable")
-        at_cap = owner is not None and self._busy.get(owner, 0) >= self.per_hook
+        at_cap = self._at_cap(owner)
         if not self._idle or at_cap:
             return at_cap
         if owner is not None:
@@ -336,12 +346,25 @@ class Workers:
             self._notify_freed()
 
     def _notify_freed(self) -> None:
-        """Under the lock: wake the threads and the event-loop tasks waiting for a worker."""
+        """Under the lock: wake the threads and the event-loop tasks waiting for a worker.
+
+        Of the tasks, only as many as there are free workers, and only those whose hook is
+        within its share: waking eight tasks for one worker costs each of them a turn of the
+        loop for nothing. A task woken in vain (a thread took the worker first) waits again.
+        """
         self._freed.notify_all()
-        waiters, self._waiters = self._waiters, []
-        for wake in waiters:
-            with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits there
-                wake()
+        free = len(self._idle)
+        waiting, self._waiters = self._waiters, []
+        for owner, wake in waiting:
+            if self._closed or (free > 0 and not self._at_cap(owner)):
+                free -= 1
+                with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits
+                    wake()
+            else:
+                self._waiters.append((owner, wake))
+
+    def _at_cap(self, owner: str | None) -> bool:
+        return owner is not None and self._busy.get(owner, 0) >= self.per_hook
 
     def _unavailable_reason(self) -> str:
         return (
