@@ -241,10 +241,13 @@ class ConfigTexts:
         text = self._texts.get(call.config_key)
         if text is None:
             text = json.dumps(call.config, separators=(",", ":"))
-            if len(self._texts) >= _CONFIGS_KEPT:
-                self._texts.clear()
-            self._texts[call.config_key] = text
+            self.keep(call.config_key, text)
         return text
+
+    def keep(self, key: str, text: str) -> None:
+        if len(self._texts) >= _CONFIGS_KEPT:
+            self._texts.clear()
+        self._texts[key] = text
 
 
 @dataclass

@@ -150,7 +150,7 @@ class WorkerPool:
         (result,) = self.call_batch(
             function.removeprefix("on_"),
             event,
-            [_single(script, function, config, state, limits or self.limits, owner)],
+            [_single(script, function, config, state, limits or self.limits, owner, self._configs)],
         )
         if isinstance(result, ScriptError):
             raise result
@@ -324,25 +324,25 @@ def _single(
     state: dict[str, Any],
     limits: Limits,
     owner: str | None,
+    configs: ConfigTexts,
 ) -> BatchCall:
+    """A ``call`` as a batch of one; its config keyed by content (it comes without a key)."""
+    try:
+        text = json.dumps(config, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        key = f"unsent:{id(config)}"  # the call fails before anything is sent
+    else:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+        configs.keep(key, text)
     return BatchCall(
         script=script,
         function=function,
         config=config,
-        config_key=_config_key(config),
+        config_key=key,
         state=state,
         limits=limits,
         owner=owner or script.key,
     )
-
-
-def _config_key(config: dict[str, Any]) -> str:
-    """A key for a config value passed without one (``call``): its canonical JSON's digest."""
-    try:
-        text = json.dumps(config, sort_keys=True, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return f"unencodable:{id(config)}"  # the call fails before anything is sent
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def check_functions(
