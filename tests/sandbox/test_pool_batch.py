@@ -13,7 +13,7 @@ import pytest
 
 from engine.errors import ScriptError, ScriptLimitError, ScriptRuntimeError
 from engine.sandbox import BatchCall, CallResult, CompiledScript, Language, Limits, WorkerPool
-from engine.sandbox.pool import Worker
+from engine.sandbox.pool import Worker, WorkerDied
 
 LIMITS = Limits(timeout_ms=200, memory_mb=32, compile_timeout_ms=2000)
 SET_INPUT = "function on_tool_call(event, host) { return { input: host.config.input }; }\n"
@@ -303,3 +303,29 @@ def test_a_hook_at_its_share_waits_for_its_own_worker_and_sees_the_changed_event
         assert values(results)[0] == {"input": {"command": "pwd"}}
         assert isinstance(results[1], ScriptLimitError) and results[1].cause == "busy"
         assert pool.health()["busy"] == 0
+
+
+def test_an_unreadable_answer_in_the_middle_kills_the_worker_and_blames_that_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with WorkerPool(size=1, limits=LIMITS) as pool:
+        see = compiled(pool, SEE_INPUT, "see-js")
+        read = Worker.read_answer
+        reads = 0
+
+        def unreadable(self: Worker, deadline: float, max_bytes: int) -> dict[str, Any]:
+            nonlocal reads
+            reads += 1
+            if reads == 2:
+                raise WorkerDied("worker answered malformed JSON")
+            return read(self, deadline, max_bytes)
+
+        monkeypatch.setattr(Worker, "read_answer", unreadable)
+        results = pool.call_batch(
+            "tool_call", EVENT, [call(see, "a", {"tag": "1"}), call(see, "b"), call(see, "c")]
+        )
+        assert values(results) == [{"notice": '1:{"command":"ls"}'}, "ScriptLimitError"]
+        assert results[1].cause == "crashed"  # type: ignore[union-attr]
+        assert "malformed JSON" in results[1].message  # type: ignore[union-attr]
+        kills = pool._workers._kills
+        assert (kills.recent("a"), kills.recent("b"), kills.recent("c")) == (0, 1, 0)
