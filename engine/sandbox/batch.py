@@ -36,7 +36,10 @@ class Batch:
 
     @property
     def finished(self) -> bool:
-        return self.done or len(self.results) >= len(self.calls)
+        """No call is left to run: all have results, or one of them ended the batch."""
+        if self.done or len(self.results) >= len(self.calls):
+            return True
+        return self.event() is None  # a cut batch whose last answer ends the chain
 
     @property
     def next(self) -> BatchCall:

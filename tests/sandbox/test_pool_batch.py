@@ -285,6 +285,7 @@ def test_a_quarantined_hook_in_the_middle_ends_the_batch_with_its_error(pool: Wo
 def test_a_hook_at_its_share_waits_for_its_own_worker_and_sees_the_changed_event() -> None:
     with WorkerPool(size=2, limits=LIMITS) as pool:  # one worker per hook
         setter, see = compiled(pool, SET_INPUT, "setter"), compiled(pool, SEE_INPUT, "see-js")
+        blocker = compiled(pool, BLOCK, "blocker")
         calls = [
             call(setter, "a", {"input": {"command": "pwd"}}),
             call(see, "held", {"tag": "t"}),
@@ -299,9 +300,11 @@ def test_a_hook_at_its_share_waits_for_its_own_worker_and_sees_the_changed_event
         assert values(results) == [{"input": {"command": "pwd"}}, {"notice": 't:{"command":"pwd"}'}]
         held = pool._workers.take("held", timeout_s=1)
         results = pool.call_batch("tool_call", EVENT, calls)
+        blocked = pool.call_batch("tool_call", EVENT, [call(blocker, "a"), calls[1]])
         pool._workers.give_back(held, healthy=True, owner="held")
         assert values(results)[0] == {"input": {"command": "pwd"}}
         assert isinstance(results[1], ScriptLimitError) and results[1].cause == "busy"
+        assert values(blocked) == [{"block": "no"}]  # the block ends it: no wait for "held"
         assert pool.health()["busy"] == 0
 
 
