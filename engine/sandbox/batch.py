@@ -8,6 +8,7 @@ they wait; everything else is here.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Sequence
@@ -20,6 +21,9 @@ from engine.sandbox.limits import BatchCall, CallResult, Language, Limits
 from engine.sandbox.pool import GRACE_S, Worker, WorkerDied, Workers
 
 _CONFIGS_KEPT = 4096
+REQUEST_CHARS = 1_000_000
+"""A request carries calls while its header stays within this (sources and configs counted);
+one call always goes. A worker reads lines of at most 8 MB, which escaped text could reach."""
 
 
 class Batch:
@@ -284,19 +288,34 @@ def encode(
     parts: list[str] = []
     limits: dict[str, Any] = {}
     texts: dict[str, str] = {}
+    size = 0
     for index in range(start, stop):
         call = batch.calls[index]
+        if parts and size + _new_chars(call, worker, req.sent, configs) > REQUEST_CHARS:
+            break  # the rest goes in a request of its own
         try:
             part = _call_part(call, worker, req.sent, len(event_text), configs, limits, texts)
         except ScriptError as exc:
             req.error = exc
             break
+        size += len(part) + (len(texts[call.config_key]) if call.config_key in texts else 0)
         parts.append(part)
         req.complete.append({call.script.key, call.limits.key, call.config_key} <= req.sent)
         req.stop = index + 1
     if parts:
         req.data = _request(batch.point, parts, limits, texts, event_text, worker, contexts)
     return req
+
+
+def _new_chars(call: BatchCall, worker: Worker, sent: set[str], configs: ConfigTexts) -> int:
+    """About how much a call adds to a request's header: its source and config if new."""
+    size = 512
+    if call.script.key not in worker.known and call.script.key not in sent:
+        size += len(call.script.source)
+    if call.config_key not in worker.known and call.config_key not in sent:
+        with contextlib.suppress(TypeError, ValueError, RecursionError):  # failed in _call_part
+            size += len(configs.text(call))
+    return size
 
 
 def _call_part(

@@ -13,6 +13,7 @@ import pytest
 
 from engine.errors import ScriptError, ScriptLimitError, ScriptRuntimeError
 from engine.sandbox import BatchCall, CallResult, CompiledScript, Language, Limits, WorkerPool
+from engine.sandbox import batch as batch_module
 from engine.sandbox.pool import Worker, WorkerDied
 
 LIMITS = Limits(timeout_ms=200, memory_mb=32, compile_timeout_ms=2000)
@@ -332,3 +333,28 @@ def test_an_unreadable_answer_in_the_middle_kills_the_worker_and_blames_that_cal
         assert "malformed JSON" in results[1].message  # type: ignore[union-attr]
         kills = pool._workers._kills
         assert (kills.recent("a"), kills.recent("b"), kills.recent("c")) == (0, 1, 0)
+
+
+def test_a_batch_too_large_for_one_request_goes_in_several(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with WorkerPool(size=1, limits=LIMITS) as pool:
+        setter, see = compiled(pool, SET_INPUT, "setter"), compiled(pool, SEE_INPUT, "see-js")
+        sent = sent_requests(monkeypatch)
+        monkeypatch.setattr(batch_module, "REQUEST_CHARS", 1)  # one call per request
+        calls = [
+            call(see, "a", {"tag": "1"}),
+            call(setter, "b", {"input": {"command": "pwd"}}),
+            call(see, "c", {"tag": "2"}),
+            call(setter, "d", {"input": {"block": "me"}}, apply=False),
+            call(see, "e", {"tag": "3"}),
+        ]
+        results = pool.call_batch("tool_call", EVENT, calls)
+        assert values(results) == [
+            {"notice": '1:{"command":"ls"}'},
+            {"input": {"command": "pwd"}},
+            {"notice": '2:{"command":"pwd"}'},  # applied by the host between requests
+            {"input": {"block": "me"}},
+            {"notice": '3:{"command":"pwd"}'},
+        ]
+        assert len(sent) == 5
