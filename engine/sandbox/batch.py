@@ -21,6 +21,8 @@ from engine.sandbox.limits import BatchCall, CallResult, Language, Limits
 from engine.sandbox.pool import GRACE_S, Worker, WorkerDied, Workers
 
 _CONFIGS_KEPT = 4096
+dumps = json.JSONEncoder(separators=(",", ":")).encode
+"""Compact JSON; one encoder for all (``json.dumps`` with separators makes one per call)."""
 REQUEST_CHARS = 1_000_000
 """A request carries calls while its header stays within this (sources and configs counted);
 one call always goes. A worker reads lines of at most 8 MB, which escaped text could reach."""
@@ -247,7 +249,7 @@ class ConfigTexts:
     def text(self, call: BatchCall) -> str:
         text = self._texts.get(call.config_key)
         if text is None:
-            text = json.dumps(call.config, separators=(",", ":"))
+            text = dumps(call.config)
             self.keep(call.config_key, text)
         return text
 
@@ -281,7 +283,7 @@ def encode(
     if event is None:
         return Request(stop=start)
     try:
-        event_text = json.dumps(event, separators=(",", ":"))
+        event_text = dumps(event)
     except (TypeError, ValueError, RecursionError) as exc:
         return Request(stop=start, error=_not_json(exc, batch.calls[start]))
     req = Request(stop=start)
@@ -335,7 +337,7 @@ def _call_part(
     """
     try:
         config_text = configs.text(call)
-        state_text = json.dumps(call.state, separators=(",", ":"))
+        state_text = dumps(call.state)
     except (TypeError, ValueError, RecursionError) as exc:
         raise _not_json(exc, call) from exc
     if event_size + len(config_text) + len(state_text) > call.limits.max_input_bytes:
@@ -353,15 +355,40 @@ def _call_part(
     if call.config_key not in worker.known and call.config_key not in sent:
         texts[call.config_key] = config_text
         sent.add(call.config_key)
-    head = {
-        "language": call.script.language.value,
-        "function": call.function,
-        "script": script,
-        "limits_key": call.limits.key,
-        "config_key": call.config_key,
-        "apply": call.apply,
-    }
-    return json.dumps(head, separators=(",", ":"))[:-1] + ',"state":' + state_text + "}"
+    return _head(call, script) + state_text + "}"
+
+
+_HEADS: dict[tuple[str, str, str, str, str, bool], str] = {}
+_HEADS_KEPT = 4096
+
+
+def _head(call: BatchCall, script: dict[str, Any]) -> str:
+    """A call's header entry up to its state; the same for every call of a hook once the
+    worker has the source, so it is encoded once."""
+    key = (
+        call.script.key,
+        call.script.filename,
+        call.function,
+        call.limits.key,
+        call.config_key,
+        call.apply,
+    )
+    text = None if "source" in script else _HEADS.get(key)
+    if text is None:
+        entry = {
+            "language": call.script.language.value,
+            "function": call.function,
+            "script": script,
+            "limits_key": call.limits.key,
+            "config_key": call.config_key,
+            "apply": call.apply,
+        }
+        text = dumps(entry)[:-1] + ',"state":'
+        if "source" not in script:
+            if len(_HEADS) >= _HEADS_KEPT:
+                _HEADS.clear()
+            _HEADS[key] = text
+    return text
 
 
 def _request(
@@ -375,14 +402,14 @@ def _request(
 ) -> bytes:
     extra = ""
     if limits:
-        extra += ',"limits":' + json.dumps(limits, separators=(",", ":"))
+        extra += ',"limits":' + dumps(limits)
     if texts:
-        extra += ',"configs":' + json.dumps(texts, separators=(",", ":"))
+        extra += ',"configs":' + dumps(texts)
     if contexts and worker.contexts != contexts:
         extra += f',"contexts":{contexts}'
         worker.contexts = contexts
     calls = ",".join(parts)
-    header = f'{{"op":"batch","point":{json.dumps(point)},"calls":[{calls}]{extra}}}'
+    header = f'{{"op":"batch","point":{dumps(point)},"calls":[{calls}]{extra}}}'
     return (header + "\n" + event_text + "\n").encode("utf-8", "surrogatepass")
 
 

@@ -43,6 +43,7 @@ _LIMITS_KEPT = 256
 _CONFIGS_KEPT = 256
 _CONFIG_CHARS_KEPT = 64 * 1024 * 1024
 _NULL_ANSWER = '{"ok":true,"value":null,'
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class Served:
@@ -146,7 +147,7 @@ def run_batch(
                 write(_mark_end(answer))
                 return True
             if changed is not base:
-                event_text = json.dumps(changed, separators=(",", ":"))
+                event_text = _dumps(changed)
             event = changed
         write(answer if isinstance(answer, str) else _encode(answer))
     return True
@@ -166,7 +167,7 @@ def _mark_end(answer: dict[str, Any] | str) -> str:
 
 
 def _encode(answer: dict[str, Any]) -> str:
-    return json.dumps(answer, separators=(",", ":"))
+    return _dumps(answer)
 
 
 def compile_script(req: dict[str, Any], served: Served) -> dict[str, Any]:

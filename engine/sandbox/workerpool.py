@@ -17,7 +17,7 @@ from engine.errors import (
     ScriptRuntimeError,
 )
 from engine.points import Point, suggest
-from engine.sandbox.batch import Batch, ConfigTexts, Exchange, answer_cap, failure_of
+from engine.sandbox.batch import Batch, ConfigTexts, Exchange, answer_cap, dumps, failure_of
 from engine.sandbox.limits import BatchCall, CallResult, CompiledScript, Language, Limits
 from engine.sandbox.pool import GRACE_S, Worker, WorkerDied, Workers
 from engine.sandbox.supervise import PoolPolicy
@@ -328,7 +328,7 @@ def _single(
 ) -> BatchCall:
     """A ``call`` as a batch of one; its config keyed by content (it comes without a key)."""
     try:
-        text = json.dumps(config, separators=(",", ":"))
+        text = dumps(config)
     except (TypeError, ValueError, RecursionError):
         key = f"unsent:{id(config)}"  # the call fails before anything is sent
     else:
