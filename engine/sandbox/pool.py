@@ -45,6 +45,18 @@ def _wake(future: asyncio.Future[Any], result: Any = None) -> None:
         future.set_result(result)
 
 
+def _wake_soon(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
+    """Wake a task waiting on ``loop``: from the loop's own thread without its self-pipe."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        loop.call_soon(_wake, future)
+    else:
+        loop.call_soon_threadsafe(_wake, future)
+
+
 class WorkerDied(Exception):
     """The worker closed its pipe, overran its deadline or answered nonsense."""
 
@@ -289,7 +301,7 @@ class Workers:
                 if isinstance(worker, Worker):
                     return worker
                 woke = loop.create_future()
-                waiter = (owner, partial(loop.call_soon_threadsafe, _wake, woke))
+                waiter = (owner, partial(_wake_soon, loop, woke))
                 self._waiters.append(waiter)
             try:
                 left = end - time.monotonic()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -145,3 +146,32 @@ def test_an_async_call_past_its_deadline_fails_as_a_timeout() -> None:
             pool.acall_batch("tool_call", {}, [call(hang, "h", {}, limits=pool.limits)])
         )
         assert isinstance(error, ScriptLimitError) and error.cause == "timeout"
+
+
+def test_threads_and_tasks_share_the_pool() -> None:
+    with WorkerPool(size=1, limits=LIMITS) as pool:
+        script = js(pool, NAME, "name")
+        answers: list[Any] = []
+
+        def thread() -> None:
+            for i in range(30):
+                (r,) = pool.call_batch(
+                    "tool_call", {"name": f"s{i}"}, [call(script, "t", {"tag": ""})]
+                )
+                answers.append(r.value if isinstance(r, CallResult) else r)
+
+        async def task(i: int) -> Any:
+            (r,) = await pool.acall_batch(
+                "tool_call", {"name": f"a{i}"}, [call(script, f"h{i % 3}", {"tag": ""})]
+            )
+            return r.value if isinstance(r, CallResult) else r
+
+        async def main() -> list[Any]:
+            return await asyncio.gather(*(task(i) for i in range(30)))
+
+        worker = threading.Thread(target=thread)
+        worker.start()
+        got = asyncio.run(main())
+        worker.join()
+        assert got == [{"notice": f"a{i}"} for i in range(30)]
+        assert answers == [{"notice": f"s{i}"} for i in range(30)]
