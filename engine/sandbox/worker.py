@@ -1,5 +1,21 @@
 """A sandbox worker process: requests on stdin (a header line, then the event), one JSON answer
-per call on stdout."""
+per call on stdout.
+
+The wire format (host: engine/sandbox/batch.py):
+
+- ``{"op": "compile", "language", "source", "filename", "key", "limits_key", "limits":
+  {key: limits}}``: one line, one answer (``{"ok": true, "functions": [...]}`` or problems).
+- ``{"op": "batch", "point", "calls": [{"language", "function", "script": {"key", "filename",
+  "source"?}, "limits_key", "config_key", "apply", "state"}, ...], "limits"?: {key: limits},
+  "configs"?: {key: config as JSON text}, "contexts"?: n}`` and then the event as one line of
+  JSON text. Limits, configs and sources come only while the worker lacks them (the host keeps
+  a ``known`` set per worker); a call whose limits, config or script the worker does not have
+  answers ``{"ok": false, "kind": "need_source"}`` and the host sends them again.
+- One answer line per call, written as soon as the call is done: the runtime's answer
+  (``{"ok": true, "value", "logs", "emits", "state_writes", "state_ttls", "duration_ms"}`` or a
+  failure), with ``"end": true`` on a success after which the worker stopped with calls left
+  (see ``run_batch``). After a failure or a ``"recycle"`` the batch ends unmarked.
+"""
 
 from __future__ import annotations
 
