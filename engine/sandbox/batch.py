@@ -403,8 +403,8 @@ def _request(
     extra = ""
     if limits:
         extra += ',"limits":' + dumps(limits)
-    if texts:
-        extra += ',"configs":' + dumps(texts)
+    if texts:  # as JSON, not as strings of it: no escaping on either side
+        extra += ',"configs":{' + ",".join(f"{dumps(k)}:{t}" for k, t in texts.items()) + "}"
     if contexts and worker.contexts != contexts:
         extra += f',"contexts":{contexts}'
         worker.contexts = contexts

@@ -7,7 +7,7 @@ The wire format (host: engine/sandbox/batch.py):
   {key: limits}}``: one line, one answer (``{"ok": true, "functions": [...]}`` or problems).
 - ``{"op": "batch", "point", "calls": [{"language", "function", "script": {"key", "filename",
   "source"?}, "limits_key", "config_key", "apply", "state"}, ...], "limits"?: {key: limits},
-  "configs"?: {key: config as JSON text}, "contexts"?: n}`` and then the event as one line of
+  "configs"?: {key: config}, "contexts"?: n}`` and then the event as one line of
   JSON text. Limits, configs and sources come only while the worker lacks them (the host keeps
   a ``known`` set per worker); a call whose limits, config or script the worker does not have
   answers ``{"ok": false, "kind": "need_source"}`` and the host sends them again.
@@ -77,8 +77,8 @@ class Served:
             if len(self.limits) >= _LIMITS_KEPT:
                 self.limits.clear()
             self.limits[key] = wire
-        for key, text in header.get("configs", {}).items():
-            self._keep_config(key, text)
+        for key, config in header.get("configs", {}).items():
+            self._keep_config(key, _dumps(config))
         if "contexts" in header and hasattr(self.js, "set_capacity"):
             self.js.set_capacity(int(header["contexts"]))
 

@@ -49,7 +49,7 @@ def header(*configs: dict[str, Any], language: str = "python", **extra: Any) -> 
                 "apply": config.pop("apply", True),
             }
         )
-    texts = {f"c{i}": json.dumps(c) for i, c in enumerate(configs)}
+    texts = {f"c{i}": c for i, c in enumerate(configs)}
     return (
         {"op": "batch", "point": "tool_call", "calls": calls, "limits": {"L": {}}}
         | {"configs": texts}
@@ -129,5 +129,5 @@ def test_a_worker_without_the_config_or_limits_asks_for_them() -> None:
 def test_configs_are_kept_within_their_bound() -> None:
     s, _, _ = served()
     for i in range(300):
-        s.learn({"configs": {f"k{i}": "{}"}})
+        s.learn({"configs": {f"k{i}": {}}})
     assert len(s.configs) == 256 and "k299" in s.configs and "k0" not in s.configs
