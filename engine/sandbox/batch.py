@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from time import monotonic
 from typing import Any
 
 from engine.errors import ScriptError, ScriptLimitError, ScriptRuntimeError
@@ -422,7 +422,7 @@ def _not_json(exc: Exception, call: BatchCall) -> ScriptError:
 def _deadline(limits: Limits) -> float:
     """A call's wall-clock deadline from now: twice its budget (CPU time lags wall time on a
     loaded machine, and a call may first load its script) plus the grace."""
-    return time.monotonic() + 2 * limits.timeout_ms / 1000 + GRACE_S
+    return monotonic() + 2 * limits.timeout_ms / 1000 + GRACE_S
 
 
 def failure_of(answer: dict[str, Any], language: Language) -> ScriptError | None:

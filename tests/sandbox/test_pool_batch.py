@@ -358,3 +358,57 @@ def test_a_batch_too_large_for_one_request_goes_in_several(
             {"notice": '3:{"command":"pwd"}'},
         ]
         assert len(sent) == 5
+
+
+class FakeWorkers:
+    """Shares without limits; records what is given back."""
+
+    def __init__(self) -> None:
+        self.given: list[dict[str, Any]] = []
+
+    def charge_all(self, owners: list[str]) -> tuple[int, None]:
+        return len(owners), None
+
+    def release(self, owner: str) -> None:
+        pass
+
+    def give_back(self, worker: object, **kw: Any) -> None:
+        self.given.append(kw)
+
+
+class FakeWorker:
+    def __init__(self) -> None:
+        self.known: set[str] = set()
+        self.contexts = 0
+
+
+def test_each_calls_deadline_counts_from_the_answer_before_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [100.0]
+    monkeypatch.setattr(batch_module, "monotonic", lambda: now[0])
+    script = CompiledScript(Language.JAVASCRIPT, "s.js", SEE_INPUT, frozenset({"on_tool_call"}))
+    calls = [
+        call(script, "a", limits=Limits(timeout_ms=100)),
+        call(script, "b", limits=Limits(timeout_ms=300)),
+    ]
+    batch = batch_module.Batch("tool_call", EVENT, calls)
+    workers = FakeWorkers()
+    exchange = batch_module.Exchange(
+        batch,
+        FakeWorker(),  # type: ignore[arg-type]
+        workers,  # type: ignore[arg-type]
+        configs=batch_module.ConfigTexts(),
+        contexts=0,
+    )
+    exchange.sent()
+    assert exchange.deadline == pytest.approx(100 + 0.2 + 0.25)
+    now[0] = 100.4  # the first answer comes late in its own time
+    ok = {"ok": True, "value": None, "logs": [], "emits": [], "state_writes": {}}
+    exchange.answered({**ok, "state_ttls": {}})
+    assert exchange.deadline == pytest.approx(100.4 + 0.6 + 0.25)
+    exchange.died(WorkerDied("worker overran its deadline", timed_out=True))
+    exchange.finish()
+    assert isinstance(batch.results[1], ScriptLimitError)
+    assert "within 300 ms" in batch.results[1].message
+    assert workers.given == [{"healthy": False, "owner": "b", "also": []}]
