@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import subprocess
 import tempfile
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from functools import partial
+from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import ScriptLimitError
@@ -24,16 +23,29 @@ BACKOFF_S = (0.1, 2.0)
 is back within the longest wait plus a worker's start-up."""
 
 
-def _wake_soon(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
-    """Wake a task waiting on ``loop``: from the loop's own thread without its self-pipe."""
+@dataclass(eq=False)
+class _Waiter:
+    """A task waiting for a worker (``atake``)."""
+
+    owner: str | None
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Worker | None]
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any) -> None:
+    """Run ``fn`` on ``loop``: from the loop's own thread without its self-pipe.
+
+    Raises:
+        RuntimeError: the loop is closed.
+    """
     try:
         running = asyncio.get_running_loop()
     except RuntimeError:
         running = None
     if running is loop:
-        loop.call_soon(wake_future, future)
+        loop.call_soon(fn, *args)
     else:
-        loop.call_soon_threadsafe(wake_future, future)
+        loop.call_soon_threadsafe(fn, *args)
 
 
 class Workers:
@@ -59,8 +71,8 @@ class Workers:
         self._lock = threading.Lock()
         self._freed = threading.Condition(self._lock)
         """Notified when a worker is given back or spawned, a slot frees, or the pool closes."""
-        self._waiters: list[tuple[str | None, Callable[[], object]]] = []
-        """Event-loop tasks waiting for a worker (``atake``), woken with ``_freed``."""
+        self._waiters: list[_Waiter] = []
+        """Event-loop tasks waiting for a worker (``atake``), served first come first."""
         self._wanted = threading.Condition(self._lock)
         """Notified when a replacement is wanted or the pool closes (the spawner waits on it)."""
         self._idle: list[Worker] = []
@@ -130,27 +142,44 @@ class Workers:
                 self._freed.wait(left)
 
     async def atake(self, owner: str | None, *, timeout_s: float) -> Worker:
-        """``take`` for the event loop: waits for a free worker without blocking the loop."""
+        """``take`` for the event loop: waits for a free worker without blocking the loop.
+
+        A waiting task is handed a worker (charged to its hook) as one comes free, first come
+        first served, so a worker is never fought over by tasks woken for it.
+        """
         loop = asyncio.get_running_loop()
-        end = time.monotonic() + timeout_s
-        while True:
-            with self._lock:
-                worker = self._take_now(owner)
-                if isinstance(worker, Worker):
-                    return worker
-                woke = loop.create_future()
-                waiter = (owner, partial(_wake_soon, loop, woke))
-                self._waiters.append(waiter)
-            try:
-                left = end - time.monotonic()
-                if left <= 0:
-                    raise ScriptLimitError(self._busy_reason(worker, timeout_s), cause="busy")
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woke, left)
-            finally:
-                with self._lock:  # not woken (a timeout, a cancel): it must not take a wake-up
-                    if waiter in self._waiters:
-                        self._waiters.remove(waiter)
+        with self._lock:
+            worker = self._take_now(owner)
+            if isinstance(worker, Worker):
+                return worker
+            waiter = _Waiter(owner, loop, loop.create_future())
+            self._waiters.append(waiter)
+        timer = loop.call_later(timeout_s, wake_future, waiter.future, None)
+        try:
+            handed = await waiter.future
+        except asyncio.CancelledError:
+            self._drop(waiter)
+            raise
+        finally:
+            timer.cancel()
+        if handed is None:
+            at_cap = self._drop(waiter)
+            raise ScriptLimitError(self._busy_reason(at_cap, timeout_s), cause="busy")
+        return handed
+
+    def _drop(self, waiter: _Waiter) -> bool:
+        """A task stopped waiting: a worker handed to it meanwhile goes back. Whether its hook
+        is at its share."""
+        with self._lock:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+            at_cap = self._at_cap(waiter.owner)
+        future = waiter.future
+        delivered = future.done() and not future.cancelled() and future.exception() is None
+        handed = future.result() if delivered else None
+        if handed is not None:
+            self.give_back(handed, healthy=True, owner=waiter.owner)
+        return at_cap
 
     def _take_now(self, owner: str | None) -> Worker | bool:
         """Under the lock: a free worker for ``owner`` now, or whether it is at its cap."""
@@ -196,22 +225,43 @@ class Workers:
             self._notify_freed()
 
     def _notify_freed(self) -> None:
-        """Under the lock: wake the threads and the event-loop tasks waiting for a worker.
-
-        Of the tasks, only as many as there are free workers, and only those whose hook is
-        within its share: waking eight tasks for one worker costs each of them a turn of the
-        loop for nothing. A task woken in vain (a thread took the worker first) waits again.
-        """
+        """Under the lock: hand free workers to waiting tasks, then wake the waiting threads."""
+        if self._waiters:
+            waiting, self._waiters = self._waiters, []
+            for waiter in waiting:
+                if not waiter.future.done() and not self._serve(waiter):
+                    self._waiters.append(waiter)
         self._freed.notify_all()
-        free = len(self._idle)
-        waiting, self._waiters = self._waiters, []
-        for owner, wake in waiting:
-            if self._closed or (free > 0 and not self._at_cap(owner)):
-                free -= 1
-                with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits
-                    wake()
+
+    def _serve(self, waiter: _Waiter) -> bool:
+        """Under the lock: hand ``waiter`` a worker, or the error that ends its wait, if there
+        is one now."""
+        try:
+            handed: Worker | bool = self._take_now(waiter.owner)
+        except ScriptLimitError as exc:
+            handed = False
+            outcome: Worker | ScriptLimitError = exc
+        else:
+            if not isinstance(handed, Worker):
+                return False
+            outcome = handed
+        try:
+            _call_soon(waiter.loop, self._deliver, waiter, outcome)
+        except RuntimeError:  # its loop is closed: nobody waits there any more
+            if isinstance(handed, Worker):
+                self._release(waiter.owner)
+                self._idle.append(handed)
+        return True
+
+    def _deliver(self, waiter: _Waiter, outcome: Worker | ScriptLimitError) -> None:
+        """On the waiter's loop: its worker (or error), unless it stopped waiting."""
+        if not waiter.future.done():
+            if isinstance(outcome, Worker):
+                waiter.future.set_result(outcome)
             else:
-                self._waiters.append((owner, wake))
+                waiter.future.set_exception(outcome)
+        elif isinstance(outcome, Worker):
+            self.give_back(outcome, healthy=True, owner=waiter.owner)
 
     def _at_cap(self, owner: str | None) -> bool:
         return owner is not None and self._busy.get(owner, 0) >= self.per_hook

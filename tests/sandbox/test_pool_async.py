@@ -7,8 +7,11 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from engine.errors import ScriptLimitError
 from engine.sandbox import BatchCall, CallResult, CompiledScript, Language, Limits, WorkerPool
+from engine.sandbox.pool import Worker, Workers
 
 LIMITS = Limits(timeout_ms=2000, memory_mb=32, compile_timeout_ms=2000)
 NAME = "function on_tool_call(event, host) { return { notice: host.config.tag + event.name }; }\n"
@@ -175,3 +178,47 @@ def test_threads_and_tasks_share_the_pool() -> None:
         worker.join()
         assert got == [{"notice": f"a{i}"} for i in range(30)]
         assert answers == [{"notice": f"s{i}"} for i in range(30)]
+
+
+def test_a_task_waiting_for_a_worker_is_handed_one_gives_up_in_time_or_leaves_none_behind() -> None:
+    workers = Workers(1)
+    try:
+        held = workers.take(None, timeout_s=1)
+
+        async def main() -> None:
+            with pytest.raises(ScriptLimitError) as info:
+                await workers.atake("late", timeout_s=0.05)
+            assert info.value.cause == "busy"
+            cancelled = asyncio.get_running_loop().create_task(workers.atake("c", timeout_s=5))
+            waiting = asyncio.get_running_loop().create_task(workers.atake("w", timeout_s=5))
+            await asyncio.sleep(0.01)
+            cancelled.cancel()
+            await asyncio.sleep(0)
+            workers.give_back(held, healthy=True)  # handed to the task still waiting
+            got = await waiting
+            assert isinstance(got, Worker) and workers.health()["busy"] == 1
+            workers.give_back(got, healthy=True, owner="w")
+
+        asyncio.run(main())
+        health = workers.health()
+        assert health["busy"] == 0 and health["workers"] == 1
+    finally:
+        workers.close()
+
+
+def test_closing_the_pool_ends_the_wait_of_a_task() -> None:
+    workers = Workers(1)
+    held = workers.take(None, timeout_s=1)
+
+    async def main() -> None:
+        task = asyncio.get_running_loop().create_task(workers.atake("w", timeout_s=5))
+        await asyncio.sleep(0.01)
+        workers.close()
+        with pytest.raises(ScriptLimitError) as info:
+            await task
+        assert info.value.cause == "crashed"
+
+    try:
+        asyncio.run(main())
+    finally:
+        held.kill()
