@@ -56,7 +56,7 @@ def harden() -> None:
 
 
 _LIMITS_KEPT = 256
-_CONFIGS_KEPT = 256
+_CONFIGS_KEPT = 4096
 _CONFIG_CHARS_KEPT = 64 * 1024 * 1024
 _NULL_ANSWER = '{"ok":true,"value":null,'
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
