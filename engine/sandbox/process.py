@@ -134,7 +134,10 @@ class Worker:
         return readable or bool(self._poll.poll(0))
 
     def _fill(self) -> None:
-        chunk = os.read(self._out, 1 << 16)
+        try:
+            chunk = os.read(self._out, 1 << 16)
+        except OSError as exc:  # closed under us: the pool is closing
+            raise WorkerDied(f"worker pipe closed: {exc}") from exc
         if not chunk:
             raise WorkerDied("worker exited")
         self._buf += chunk
