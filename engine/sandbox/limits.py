@@ -114,6 +114,24 @@ class CompiledScript:
         return replace(self, key=digest.hexdigest()[:32])
 
 
+@dataclass(frozen=True)
+class BatchCall:
+    """One script call of a batch (``WorkerPool.call_batch``): the hooks of a point in a row."""
+
+    script: CompiledScript
+    function: str
+    """The script function to call, e.g. ``on_tool_call``."""
+    config: dict[str, Any]
+    config_key: str
+    """Names the config value: the same value, the same key (a worker is sent a config once)."""
+    state: dict[str, Any]
+    limits: Limits
+    owner: str
+    """The hook in the pool's fairness rules (its worker share, kills, quarantine)."""
+    apply: bool = True
+    """False (shadow mode): the call's answer does not change the event later calls see."""
+
+
 @dataclass
 class CallResult:
     """What one successful script call produced; every part is checked plain JSON."""

@@ -2,36 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import select
+import asyncio
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections import deque
-from pathlib import Path
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import ScriptLimitError
+from engine.sandbox.process import START_TIMEOUT_S, Worker, WorkerDied, wake_future
 from engine.sandbox.supervise import KillLog, PoolPolicy, TokenBucket
 
-_ROOT = Path(__file__).resolve().parents[2]
-# The worker imports only engine/sandbox: the stubs keep engine/__init__ (the whole engine,
-# pydantic and SQLAlchemy included) out of every worker's memory and start-up time.
-_BOOT = (
-    "import sys, types\n"
-    "for name, sub in (('engine', 'engine'), ('engine.sandbox', 'engine/sandbox')):\n"
-    "    m = types.ModuleType(name); m.__path__ = [sys.argv[1] + '/' + sub]\n"
-    "    sys.modules[name] = m\n"
-    "from engine.sandbox.worker import main\n"
-    "main()\n"
-)
-START_TIMEOUT_S = 10.0
-SPIN_S = 0.0002
-"""How long a caller polls for an answer without sleeping before it blocks."""
 GRACE_S = 0.25
 """Wall-clock time past a call's own limit before the parent kills the worker."""
 BACKOFF_S = (0.1, 2.0)
@@ -39,101 +23,29 @@ BACKOFF_S = (0.1, 2.0)
 is back within the longest wait plus a worker's start-up."""
 
 
-class WorkerDied(Exception):
-    """The worker closed its pipe, overran its deadline or answered nonsense."""
+@dataclass(eq=False)
+class _Waiter:
+    """A task waiting for a worker (``atake``)."""
 
-    def __init__(self, reason: str, *, timed_out: bool = False) -> None:
-        super().__init__(reason)
-        self.timed_out = timed_out
+    owner: str | None
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Worker | None]
 
 
-class Worker:
-    """One worker process and its pipes; used by one thread at a time (the pool sees to it)."""
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any) -> None:
+    """Run ``fn`` on ``loop``: from the loop's own thread without its self-pipe.
 
-    def __init__(self, cwd: str) -> None:
-        self.proc = subprocess.Popen(
-            # -s -P is -I minus -E, which would ignore PYTHONHASHSEED; the env is only what follows.
-            [sys.executable, "-s", "-P", "-c", _BOOT, str(_ROOT)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd=cwd,
-            # A fixed hash seed: a set of strings iterates in the same order in every worker.
-            env={"LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0"},
-            close_fds=True,
-        )
-        self._out = self.proc.stdout.fileno()  # type: ignore[union-attr]
-        self._in = self.proc.stdin.fileno()  # type: ignore[union-attr]
-        self._poll = select.poll()
-        self._poll.register(self._out, select.POLLIN | select.POLLHUP | select.POLLERR)
-        self._buf = b""
-        self._ready = False
-        self.known: set[str] = set()
-
-    def wait_ready(self) -> None:
-        """Wait for the worker's ready line (its start-up), at most START_TIMEOUT_S."""
-        if not self._ready:
-            self._read(time.monotonic() + START_TIMEOUT_S, 1024)
-            self._ready = True
-
-    def request(self, data: bytes, *, deadline_s: float, max_bytes: int) -> dict[str, Any]:
-        """Send one request line and wait for its answer until the wall-clock deadline."""
-        self.wait_ready()
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self._in, view) :]
-        except OSError as exc:
-            raise WorkerDied(f"worker pipe closed: {exc}") from exc
-        return self._read(time.monotonic() + deadline_s, max_bytes)
-
-    def _read(self, deadline: float, max_bytes: int) -> dict[str, Any]:
-        while b"\n" not in self._buf:
-            if not self._spin():
-                # Past the deadline, one last look: a host thread that waited for the GIL (or
-                # the CPU) may wake late to an answer the worker gave in time.
-                left = max(deadline - time.monotonic(), 0.0)
-                if not self._poll.poll(left * 1000):
-                    raise WorkerDied("worker overran its deadline", timed_out=True)
-            chunk = os.read(self._out, 1 << 16)
-            if not chunk:
-                raise WorkerDied("worker exited")
-            self._buf += chunk
-            if len(self._buf) > max_bytes:
-                raise WorkerDied(f"worker answer larger than {max_bytes} bytes")
-        line, _, self._buf = self._buf.partition(b"\n")
-        try:
-            answer = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            raise WorkerDied("worker answered malformed JSON") from exc
-        if type(answer) is not dict:
-            raise WorkerDied("worker answered a non-object")
-        return answer
-
-    def _spin(self) -> bool:
-        """Poll without sleeping for a short while: most answers come within SPIN_S, and
-        waking from a blocking poll costs more on a VM than the whole call."""
-        until = time.perf_counter() + SPIN_S
-        while time.perf_counter() < until:
-            if self._poll.poll(0):
-                return True
-        return False
-
-    def close(self) -> None:
-        """End the process (EOF first, then kill) and reap it, so nothing is left behind."""
-        proc = self.proc
-        for stream in (proc.stdin, proc.stdout):
-            with contextlib.suppress(OSError):
-                stream.close()  # type: ignore[union-attr]
-        try:
-            proc.wait(timeout=0.5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.close()
+    Raises:
+        RuntimeError: the loop is closed.
+    """
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        loop.call_soon(fn, *args)
+    else:
+        loop.call_soon_threadsafe(fn, *args)
 
 
 class Workers:
@@ -159,6 +71,8 @@ class Workers:
         self._lock = threading.Lock()
         self._freed = threading.Condition(self._lock)
         """Notified when a worker is given back or spawned, a slot frees, or the pool closes."""
+        self._waiters: list[_Waiter] = []
+        """Event-loop tasks waiting for a worker (``atake``), served first come first."""
         self._wanted = threading.Condition(self._lock)
         """Notified when a replacement is wanted or the pool closes (the spawner waits on it)."""
         self._idle: list[Worker] = []
@@ -219,26 +133,138 @@ class Workers:
         end = time.monotonic() + timeout_s
         with self._lock:
             while True:
-                if self._closed:
-                    raise ScriptLimitError("the sandbox is closed", cause="crashed")
-                if owner is not None and owner in self._kills.quarantined:
-                    raise ScriptLimitError(
-                        self._kills.quarantined[owner].reason, cause="quarantined"
-                    )
-                self._start_spawner()  # it may have failed to start before
-                if not self._all and self.last_spawn_error is not None:
-                    raise ScriptLimitError(self._unavailable_reason(), cause="unavailable")
-                at_cap = owner is not None and self._busy.get(owner, 0) >= self.per_hook
-                if self._idle and not at_cap:
-                    break
+                worker = self._take_now(owner)
+                if isinstance(worker, Worker):
+                    return worker
                 left = end - time.monotonic()
                 if left <= 0:
-                    raise ScriptLimitError(self._busy_reason(at_cap, timeout_s), cause="busy")
+                    raise ScriptLimitError(self._busy_reason(worker, timeout_s), cause="busy")
                 self._freed.wait(left)
-            if owner is not None:
+
+    async def atake(self, owner: str | None, *, timeout_s: float) -> Worker:
+        """``take`` for the event loop: waits for a free worker without blocking the loop.
+
+        A waiting task is handed a worker (charged to its hook) as one comes free, first come
+        first served, so a worker is never fought over by tasks woken for it.
+        """
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            worker = self._take_now(owner)
+            if isinstance(worker, Worker):
+                return worker
+            waiter = _Waiter(owner, loop, loop.create_future())
+            self._waiters.append(waiter)
+        timer = loop.call_later(timeout_s, wake_future, waiter.future, None)
+        try:
+            handed = await waiter.future
+        except asyncio.CancelledError:
+            self._drop(waiter)
+            raise
+        finally:
+            timer.cancel()
+        if handed is None:
+            at_cap = self._drop(waiter)
+            raise ScriptLimitError(self._busy_reason(at_cap, timeout_s), cause="busy")
+        return handed
+
+    def _drop(self, waiter: _Waiter) -> bool:
+        """A task stopped waiting: a worker handed to it meanwhile goes back. Whether its hook
+        is at its share."""
+        with self._lock:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+            at_cap = self._at_cap(waiter.owner)
+        future = waiter.future
+        delivered = future.done() and not future.cancelled() and future.exception() is None
+        handed = future.result() if delivered else None
+        if handed is not None:
+            self.give_back(handed, healthy=True, owner=waiter.owner)
+        return at_cap
+
+    def _take_now(self, owner: str | None) -> Worker | bool:
+        """Under the lock: a free worker for ``owner`` now, or whether it is at its cap."""
+        if self._closed:
+            raise ScriptLimitError("the sandbox is closed", cause="crashed")
+        self._check_quarantine(owner)
+        self._start_spawner()  # it may have failed to start before
+        if not self._all and self.last_spawn_error is not None:
+            raise ScriptLimitError(self._unavailable_reason(), cause="unavailable")
+        at_cap = self._at_cap(owner)
+        if not self._idle or at_cap:
+            return at_cap
+        if owner is not None:
+            self._busy[owner] = self._busy.get(owner, 0) + 1
+        # LIFO: the worker used last has its script context and caches hot.
+        return self._idle.pop()
+
+    def _check_quarantine(self, owner: str | None) -> None:
+        if owner is not None and owner in self._kills.quarantined:
+            raise ScriptLimitError(self._kills.quarantined[owner].reason, cause="quarantined")
+
+    def charge_all(self, owners: Sequence[str]) -> tuple[int, ScriptLimitError | None]:
+        """Count a worker already taken against ``owners`` too, in order, while each is within
+        its share (a batch runs several hooks on one worker): how many were charged, and the
+        error that stopped it if one is quarantined (None: the next one holds its share)."""
+        if not owners:
+            return 0, None
+        with self._lock:
+            for done, owner in enumerate(owners):
+                try:
+                    self._check_quarantine(owner)
+                except ScriptLimitError as exc:
+                    return done, exc
+                if self._busy.get(owner, 0) >= self.per_hook:
+                    return done, None
                 self._busy[owner] = self._busy.get(owner, 0) + 1
-            # LIFO: the worker used last has its script context and caches hot.
-            return self._idle.pop()
+            return len(owners), None
+
+    def release(self, owner: str) -> None:
+        """Undo one ``take``/``charge`` of ``owner`` (its calls on the worker are done)."""
+        with self._lock:
+            self._release(owner)
+            self._notify_freed()
+
+    def _notify_freed(self) -> None:
+        """Under the lock: hand free workers to waiting tasks, then wake the waiting threads."""
+        if self._waiters:
+            waiting, self._waiters = self._waiters, []
+            for waiter in waiting:
+                if not waiter.future.done() and not self._serve(waiter):
+                    self._waiters.append(waiter)
+        self._freed.notify_all()
+
+    def _serve(self, waiter: _Waiter) -> bool:
+        """Under the lock: hand ``waiter`` a worker, or the error that ends its wait, if there
+        is one now."""
+        try:
+            handed: Worker | bool = self._take_now(waiter.owner)
+        except ScriptLimitError as exc:
+            handed = False
+            outcome: Worker | ScriptLimitError = exc
+        else:
+            if not isinstance(handed, Worker):
+                return False
+            outcome = handed
+        try:
+            _call_soon(waiter.loop, self._deliver, waiter, outcome)
+        except RuntimeError:  # its loop is closed: nobody waits there any more
+            if isinstance(handed, Worker):
+                self._release(waiter.owner)
+                self._idle.append(handed)
+        return True
+
+    def _deliver(self, waiter: _Waiter, outcome: Worker | ScriptLimitError) -> None:
+        """On the waiter's loop: its worker (or error), unless it stopped waiting."""
+        if not waiter.future.done():
+            if isinstance(outcome, Worker):
+                waiter.future.set_result(outcome)
+            else:
+                waiter.future.set_exception(outcome)
+        elif isinstance(outcome, Worker):
+            self.give_back(outcome, healthy=True, owner=waiter.owner)
+
+    def _at_cap(self, owner: str | None) -> bool:
+        return owner is not None and self._busy.get(owner, 0) >= self.per_hook
 
     def _unavailable_reason(self) -> str:
         return (
@@ -246,7 +272,7 @@ class Workers:
             f"started ({self.last_spawn_error}); retrying in the background"
         )
 
-    def _busy_reason(self, at_cap: bool, timeout_s: float) -> str:
+    def _busy_reason(self, at_cap: Worker | bool, timeout_s: float) -> str:
         waited = f"within {timeout_s * 1000:.0f} ms"
         if at_cap:
             return (
@@ -255,17 +281,22 @@ class Workers:
             )
         return f"sandbox busy: no worker free {waited}"
 
-    def give_back(self, worker: Worker, *, healthy: bool, owner: str | None = None) -> None:
+    def give_back(
+        self, worker: Worker, *, healthy: bool, owner: str | None = None, also: Iterable[str] = ()
+    ) -> None:
         """Return a worker; one that failed is killed and counted against ``owner``. From its
         second kill within the quarantine window on, the owner's slot stays taken until the
         replacement runs (which slows a hook that keeps killing workers to the respawn rate);
         a first kill frees it at once, so one overrun on a loaded machine does not leave an
-        innocent guard without a worker for the next second."""
+        innocent guard without a worker for the next second. The owners in ``also`` (the other
+        hooks of a batch still charged for the worker) are released, never blamed."""
         with self._lock:
+            for other in also:
+                self._release(other)
             if healthy and not self._closed:
                 self._release(owner)
                 self._idle.append(worker)
-                self._freed.notify_all()
+                self._notify_freed()
                 return
             self._all.discard(worker)
             if self._closed:
@@ -279,7 +310,7 @@ class Workers:
                 self._owed.append(owner)
                 self._start_spawner()
                 self._wanted.notify_all()
-            self._freed.notify_all()
+            self._notify_freed()
         worker.kill()
 
     def _release(self, owner: str | None) -> None:
@@ -335,7 +366,7 @@ class Workers:
             for owner in self._owed:
                 self._release(owner)
             self._owed = deque([None] * len(self._owed))
-            self._freed.notify_all()
+            self._notify_freed()
 
     def _add_replacement(self, worker: Worker) -> None:
         """Under the lock: the worker joins the pool and the slot it was owed for frees."""
@@ -347,7 +378,7 @@ class Workers:
         self._respawned.append(now)
         while self._respawned[0] < now - 60:
             self._respawned.popleft()
-        self._freed.notify_all()
+        self._notify_freed()
 
     def _next_token(self) -> bool:
         """Wait until a replacement is owed and the bucket has a token; False once closed."""
@@ -408,7 +439,7 @@ class Workers:
             workers = list(self._all)
             self._all.clear()
             self._idle.clear()
-            self._freed.notify_all()
+            self._notify_freed()
             self._wanted.notify_all()
             spawner = self._spawner
         for worker in workers:

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import re
-import time
+from collections.abc import Sequence
 from typing import Any
 
-from engine.errors import Problem, ScriptCompileError, ScriptLimitError, ScriptRuntimeError
+from engine.errors import (
+    Problem,
+    ScriptCompileError,
+    ScriptError,
+    ScriptLimitError,
+    ScriptRuntimeError,
+)
 from engine.points import Point, suggest
-from engine.sandbox.limits import CallResult, CompiledScript, Language, Limits
+from engine.sandbox.batch import Batch, ConfigTexts, Exchange, answer_cap, dumps, failure_of
+from engine.sandbox.limits import BatchCall, CallResult, CompiledScript, Language, Limits
 from engine.sandbox.pool import GRACE_S, Worker, WorkerDied, Workers
 from engine.sandbox.supervise import PoolPolicy
 
@@ -33,6 +42,9 @@ class WorkerPool:
     ) -> None:
         self.limits = limits
         self._workers = Workers(size, policy)
+        self._configs = ConfigTexts()
+        self._contexts = 0
+        self._draining: set[asyncio.Task[None]] = set()
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -107,6 +119,11 @@ class WorkerPool:
             raise ScriptCompileError(problems, language=lang.value)
         return CompiledScript(lang, filename, source, frozenset(functions), key=script.key)
 
+    def expect_scripts(self, n: int) -> None:
+        """Tell the workers how many scripts are loaded: each keeps a prepared context for
+        ``n`` of them (sent with the next request each worker gets)."""
+        self._contexts = max(0, n)
+
     def call(
         self,
         script: CompiledScript,
@@ -130,31 +147,118 @@ class WorkerPool:
                 (no worker came free within the call's time) or 'quarantined' (the hook kept
                 killing workers; it stays so until rebuilt).
         """
-        limits = limits or self.limits
-        message = {
-            "op": "call",
-            "language": script.language.value,
-            "function": function,
-            "script": {"key": script.key, "filename": script.filename},
-            "event": event,
-            "config": config,
-            "state": state,
-        }
-        answer = self._exchange(
-            message,
-            script.language,
-            limits,
-            budget_ms=limits.timeout_ms,
-            script=script,
-            owner=owner or script.key,
+        (result,) = self.call_batch(
+            function.removeprefix("on_"),
+            event,
+            [_single(script, function, config, state, limits or self.limits, owner, self._configs)],
         )
-        if not answer["ok"]:
-            raise ScriptRuntimeError(
-                str(answer.get("message", "script failed")),
-                language=script.language.value,
-                cause="error",
+        if isinstance(result, ScriptError):
+            raise result
+        return result
+
+    def call_batch(
+        self, point: str, event: dict[str, Any], calls: Sequence[BatchCall]
+    ) -> list[CallResult | ScriptError]:
+        """Run script calls one after another on one worker, each on the event as changed by
+        the answers before it (``effects.apply_raw``; not by calls with ``apply=False``).
+
+        ``results[i]`` belongs to ``calls[i]``. The list is shorter than ``calls`` when the
+        batch ended early: after an error, or an answer that ends the chain or cannot be
+        applied without the host's checks; the caller decides about the rest. Each call keeps
+        its own limits and deadline (from the answer before it), and each error is the one
+        ``call`` raises for that call: a timeout kills the worker and counts against that
+        call's owner; a quarantined or busy owner's error takes the place of its call.
+        """
+        batch = Batch(point, event, calls)
+        while not batch.finished:
+            exchange = self._open(batch, self._take(batch))
+            if exchange is None:
+                continue
+            try:
+                if exchange.data:
+                    exchange.worker.send(exchange.data)
+                    exchange.sent()
+                while exchange.expecting:
+                    exchange.answered(exchange.worker.read_answer(exchange.deadline, exchange.cap))
+            except WorkerDied as exc:
+                exchange.died(exc)
+            finally:
+                exchange.finish()
+        return batch.results
+
+    async def acall_batch(
+        self, point: str, event: dict[str, Any], calls: Sequence[BatchCall]
+    ) -> list[CallResult | ScriptError]:
+        """``call_batch`` on the running event loop: waiting for a worker and for each answer
+        never blocks the loop (no thread). A task cancelled while its worker runs leaves the
+        worker to a background task that reads the remaining answers and gives it back (killed
+        if they do not come in time), so no worker is lost and no answer is left in a pipe."""
+        batch = Batch(point, event, calls)
+        while not batch.finished:
+            call = batch.next
+            try:
+                worker = await self._workers.atake(call.owner, timeout_s=_wait_s(call))
+            except ScriptLimitError as exc:
+                batch.fail(exc)
+                continue
+            exchange = self._open(batch, worker)
+            if exchange is None:
+                continue
+            draining = False
+            try:
+                if exchange.data:
+                    exchange.worker.send(exchange.data)
+                    exchange.sent()
+                await _areceive(exchange)
+            except WorkerDied as exc:
+                exchange.died(exc)
+            except asyncio.CancelledError:
+                draining = self._drain(exchange)
+                raise
+            finally:
+                if not draining:
+                    exchange.finish()
+        return batch.results
+
+    def _take(self, batch: Batch) -> Worker | None:
+        call = batch.next
+        try:
+            return self._workers.take(call.owner, timeout_s=_wait_s(call))
+        except ScriptLimitError as exc:
+            batch.fail(exc)
+            return None
+
+    def _open(self, batch: Batch, worker: Worker | None) -> Exchange | None:
+        if worker is None:
+            return None
+        try:
+            return Exchange(
+                batch, worker, self._workers, configs=self._configs, contexts=self._contexts
             )
-        return _result(answer, script.language)
+        except BaseException:
+            self._workers.give_back(worker, healthy=True, owner=batch.next.owner)
+            raise
+
+    def _drain(self, exchange: Exchange) -> bool:
+        """Read a cancelled exchange's remaining answers in a task of their own."""
+        if not exchange.expecting:
+            return False
+
+        async def drain() -> None:
+            try:
+                await _areceive(exchange)
+            except WorkerDied as exc:
+                exchange.died(exc)
+            except asyncio.CancelledError:
+                exchange.abandon()
+                raise
+            finally:
+                exchange.finish()
+
+        task = asyncio.get_running_loop().create_task(drain())
+        self._draining.add(task)
+        task.add_done_callback(self._draining.discard)
+        return True
 
     def _exchange(
         self,
@@ -163,38 +267,27 @@ class WorkerPool:
         limits: Limits,
         *,
         budget_ms: int,
-        script: CompiledScript | None = None,
-        owner: str | None = None,
     ) -> dict[str, Any]:
-        """One request on one worker; worker failures become ScriptLimitError, bad answers too.
-
-        The call's wall-clock deadline is bounded in two parts: the wait for a worker (at
-        most one budget plus the grace, then the call fails as ``busy``) and the run (twice
-        the budget plus the grace, counted from when the worker was taken). Twice, because
-        the in-process limits count CPU time, which lags wall time on a loaded machine, and a
-        call may first have to load its script (when no prepared context was ready), which
-        gets a budget of its own. So a call never takes longer than ``3 * budget + 2 * grace``.
-        A worker is sent a script's source and a set of limits only until it has them.
-        """
-        cap = _answer_cap(limits)
+        """One compile request on one worker; worker failures become ScriptLimitError, bad
+        answers too. It waits at most one budget plus the grace for a worker, and runs for at
+        most twice the budget plus the grace."""
         message["limits_key"] = limits.key
-        worker = self._workers.take(owner, timeout_s=budget_ms / 1000 + GRACE_S)
-        end = time.monotonic() + 2 * budget_ms / 1000 + GRACE_S
-        healthy = True  # a request that was never sent leaves the worker as it was
+        message["limits"] = {limits.key: limits.as_wire()}
         try:
-            data = _encode(message, worker, limits, script, language)
-            healthy = False
-            answer = worker.request(data, deadline_s=end - time.monotonic(), max_bytes=cap)
-            if answer.get("kind") == "need_source" and script is not None:
-                worker.known.discard(script.key)
-                worker.known.discard(limits.key)
-                data = _encode(message, worker, limits, script, language)
-                answer = worker.request(data, deadline_s=end - time.monotonic(), max_bytes=cap)
+            data = json.dumps(message, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        except (TypeError, ValueError) as exc:
+            raise ScriptRuntimeError(f"not JSON: {exc}", language=language.value) from exc
+        worker = self._workers.take(None, timeout_s=budget_ms / 1000 + GRACE_S)
+        healthy = False
+        try:
+            answer = worker.request(
+                data + b"\n",
+                deadline_s=2 * budget_ms / 1000 + GRACE_S,
+                max_bytes=answer_cap(limits),
+            )
             healthy = not answer.get("recycle") and answer.get("kind") != "crashed"
             if healthy:
                 worker.known.add(limits.key)
-                if script is not None:
-                    worker.known.add(script.key)
         except WorkerDied as exc:
             if exc.timed_out:
                 raise ScriptLimitError(
@@ -206,83 +299,49 @@ class WorkerPool:
                 f"the script's worker died: {exc}", language=language.value, cause="crashed"
             ) from exc
         finally:
-            self._workers.give_back(worker, healthy=healthy, owner=owner)
-        _raise_failure(answer, language)
+            self._workers.give_back(worker, healthy=healthy)
+        if answer.get("kind") != "compile":
+            failure = failure_of(answer, language)
+            if failure is not None:
+                raise failure
         return answer
 
 
-def _encode(
-    message: dict[str, Any],
-    worker: Worker,
+async def _areceive(exchange: Exchange) -> None:
+    while exchange.expecting:
+        exchange.answered(await exchange.worker.aread_answer(exchange.deadline, exchange.cap))
+
+
+def _wait_s(call: BatchCall) -> float:
+    """How long a call waits for a worker: its budget plus the grace (then it is 'busy')."""
+    return call.limits.timeout_ms / 1000 + GRACE_S
+
+
+def _single(
+    script: CompiledScript,
+    function: str,
+    config: dict[str, Any],
+    state: dict[str, Any],
     limits: Limits,
-    script: CompiledScript | None,
-    language: Language,
-) -> bytes:
-    """The request line for ``worker``: source and limits only if it lacks them; size-capped."""
-    if script is not None and script.key not in worker.known:
-        message["script"]["source"] = script.source
-    else:
-        message.get("script", {}).pop("source", None)
-    if limits.key not in worker.known:
-        message["limits"] = limits.as_wire()
-    else:
-        message.pop("limits", None)
+    owner: str | None,
+    configs: ConfigTexts,
+) -> BatchCall:
+    """A ``call`` as a batch of one; its config keyed by content (it comes without a key)."""
     try:
-        data = json.dumps(message, separators=(",", ":")).encode("utf-8", "surrogatepass")
-    except (TypeError, ValueError) as exc:
-        raise ScriptRuntimeError(
-            f"event, config and state must be JSON: {exc}", language=language.value
-        ) from exc
-    if len(data) > limits.max_input_bytes + len(script.source if script else ""):
-        raise ScriptRuntimeError(
-            f"event, config and state are larger than {limits.max_input_bytes} bytes",
-            language=language.value,
-        )
-    return data + b"\n"
-
-
-def _raise_failure(answer: dict[str, Any], language: Language) -> None:
-    if answer.get("ok") is True or answer.get("kind") == "compile":
-        return
-    kind, message = answer.get("kind"), str(answer.get("message", "script failed"))
-    if kind == "runtime":
-        raise ScriptRuntimeError(
-            message,
-            language=language.value,
-            line=_int(answer.get("line")),
-            column=_int(answer.get("column")),
-            cause="invalid_result" if answer.get("cause") == "invalid_result" else "error",
-        )
-    if kind == "limit":
-        cause = answer.get("cause") if answer.get("cause") in ("timeout", "memory") else "crashed"
-        raise ScriptLimitError(message, language=language.value, cause=cause)
-    raise ScriptLimitError(message, language=language.value, cause="crashed")
-
-
-def _result(answer: dict[str, Any], language: Language) -> CallResult:
-    value, logs, emits, writes = (answer.get(k) for k in ("value", "logs", "emits", "state_writes"))
-    ttls = answer.get("state_ttls")
-    if not (
-        (value is None or type(value) is dict)
-        and type(logs) is list
-        and type(emits) is list
-        and type(writes) is dict
-        and type(ttls) is dict
-        and all(type(t) in (int, float) and k in writes for k, t in ttls.items())
-        and all(type(x) is str for x in logs)
-        and all(type(e) is dict for e in emits)
-    ):
-        raise ScriptLimitError(
-            "the worker answered a malformed result", language=language.value, cause="crashed"
-        )
-    duration = answer.get("duration_ms")
-    return CallResult(
-        value=value,
-        logs=logs,
-        emits=emits,
-        state_writes=writes,
-        duration_ms=float(duration) if isinstance(duration, (int, float)) else 0.0,
-        state_ttls={k: float(t) for k, t in ttls.items()},
+        text = dumps(config)
+    except (TypeError, ValueError, RecursionError):
+        key = f"unsent:{id(config)}"  # the call fails before anything is sent
+    else:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+        configs.keep(key, text)
+    return BatchCall(
+        script=script,
+        function=function,
+        config=config,
+        config_key=key,
+        state=state,
+        limits=limits,
+        owner=owner or script.key,
     )
 
 
@@ -341,16 +400,3 @@ def _problem(filename: str, raw: Any) -> Problem:
 
 def _int(value: Any) -> int | None:
     return value if type(value) is int else None
-
-
-def _answer_cap(limits: Limits) -> int:
-    escaped = 6  # \\uXXXX: the worst case of one character in JSON
-    return (
-        limits.max_result_bytes * escaped
-        + limits.max_log_lines * (limits.max_log_chars + 8) * escaped
-        + limits.max_emits * limits.max_emit_bytes * escaped
-        + limits.max_state_keys
-        * (limits.max_state_value_bytes + 2 * limits.max_state_key_chars + 32)
-        * escaped
-        + 65_536
-    )

@@ -1,0 +1,224 @@
+"""acall_batch: batches awaited on the event loop, without a thread, and cancelled cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from engine.errors import ScriptLimitError
+from engine.sandbox import BatchCall, CallResult, CompiledScript, Language, Limits, WorkerPool
+from engine.sandbox.pool import Worker, Workers
+
+LIMITS = Limits(timeout_ms=2000, memory_mb=32, compile_timeout_ms=2000)
+NAME = "function on_tool_call(event, host) { return { notice: host.config.tag + event.name }; }\n"
+SLOW = (
+    "function on_tool_call(event, host) {\n"
+    "  var t = 0; for (var i = 0; i < host.config.n; i++) { t += i; }\n"
+    "  return { notice: String(t) };\n}\n"
+)
+HANG = "function on_tool_call(event, host) { while (true) {} }\n"
+
+
+def js(pool: WorkerPool, source: str, name: str) -> CompiledScript:
+    return pool.compile(source, filename=f"{name}.js", language=Language.JAVASCRIPT)
+
+
+def call(script: CompiledScript, owner: str, config: dict[str, Any], **kw: Any) -> BatchCall:
+    return BatchCall(
+        script=script,
+        function="on_tool_call",
+        config=config,
+        config_key=repr(sorted(config.items())),
+        state={},
+        limits=kw.get("limits", LIMITS),
+        owner=owner,
+    )
+
+
+def settled(pool: WorkerPool, timeout: float = 20.0) -> dict[str, Any]:
+    """The pool's health once no worker is busy and none is owed."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        health = pool.health()
+        if not health["busy"] and not health["respawns_pending"]:
+            return health
+        time.sleep(0.02)
+    raise AssertionError(f"the pool did not settle: {pool.health()}")
+
+
+def test_many_tasks_each_get_their_own_answers() -> None:
+    with WorkerPool(size=2, limits=LIMITS) as pool:
+        script = js(pool, NAME, "name")
+
+        async def one(i: int) -> list[Any]:
+            calls = [call(script, f"h{j}", {"tag": f"{j}:"}) for j in range(3)]
+            results = await pool.acall_batch("tool_call", {"name": f"t{i}"}, calls)
+            return [r.value if isinstance(r, CallResult) else r for r in results]
+
+        async def main() -> list[list[Any]]:
+            return await asyncio.gather(*(one(i) for i in range(24)))
+
+        answers = asyncio.run(main())
+        assert answers == [[{"notice": f"{j}:t{i}"} for j in range(3)] for i in range(24)]
+        assert settled(pool)["spawned_total"] == 2
+
+
+def test_the_loop_runs_other_tasks_while_a_batch_waits() -> None:
+    with WorkerPool(size=1, limits=LIMITS) as pool:
+        slow = js(pool, SLOW, "slow")
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.001)
+                ticks += 1
+
+        async def main() -> list[Any]:
+            task = asyncio.get_running_loop().create_task(ticker())
+            # two batches, one worker: the second waits for it on the loop too
+            results = await asyncio.gather(
+                pool.acall_batch("tool_call", {"name": "x"}, [call(slow, "a", {"n": 3_000_000})]),
+                pool.acall_batch("tool_call", {"name": "x"}, [call(slow, "b", {"n": 3_000_000})]),
+            )
+            task.cancel()
+            return results
+
+        results = asyncio.run(main())
+        assert all(isinstance(r[0], CallResult) for r in results)
+        assert ticks > 0
+
+
+def test_a_cancelled_task_leaves_its_worker_drained_not_lost() -> None:
+    with WorkerPool(size=1, limits=LIMITS) as pool:
+        slow, name = js(pool, SLOW, "slow"), js(pool, NAME, "name")
+
+        async def main() -> list[Any]:
+            task = asyncio.get_running_loop().create_task(
+                pool.acall_batch(
+                    "tool_call",
+                    {"name": "x"},
+                    [call(slow, "a", {"n": 5_000_000}), call(slow, "a", {"n": 10})],
+                )
+            )
+            await asyncio.sleep(0.02)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            assert task.cancelled()
+            # the same (only) worker: its next answer is this call's, not the cancelled one's
+            return await pool.acall_batch(
+                "tool_call", {"name": "y"}, [call(name, "b", {"tag": ""})]
+            )
+
+        (result,) = asyncio.run(main())
+        assert isinstance(result, CallResult) and result.value == {"notice": "y"}
+        health = settled(pool)
+        assert health["spawned_total"] == 1 and health["workers"] == 1
+
+
+def test_a_cancelled_task_whose_script_hangs_gets_its_worker_replaced() -> None:
+    with WorkerPool(size=1, limits=Limits(timeout_ms=100)) as pool:
+        hang, name = js(pool, HANG, "hang"), js(pool, NAME, "name")
+
+        async def main() -> list[Any]:
+            task = asyncio.get_running_loop().create_task(
+                pool.acall_batch(
+                    "tool_call", {"name": "x"}, [call(hang, "h", {}, limits=pool.limits)]
+                )
+            )
+            await asyncio.sleep(0.02)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            return await pool.acall_batch(
+                "tool_call", {"name": "y"}, [call(name, "b", {"tag": ""}, limits=pool.limits)]
+            )
+
+        (result,) = asyncio.run(main())
+        assert isinstance(result, CallResult) and result.value == {"notice": "y"}
+        assert settled(pool)["workers"] == 1
+
+
+def test_an_async_call_past_its_deadline_fails_as_a_timeout() -> None:
+    with WorkerPool(size=1, limits=Limits(timeout_ms=50)) as pool:
+        hang = js(pool, HANG, "hang")
+        (error,) = asyncio.run(
+            pool.acall_batch("tool_call", {}, [call(hang, "h", {}, limits=pool.limits)])
+        )
+        assert isinstance(error, ScriptLimitError) and error.cause == "timeout"
+
+
+def test_threads_and_tasks_share_the_pool() -> None:
+    with WorkerPool(size=1, limits=LIMITS) as pool:
+        script = js(pool, NAME, "name")
+        answers: list[Any] = []
+
+        def thread() -> None:
+            for i in range(30):
+                (r,) = pool.call_batch(
+                    "tool_call", {"name": f"s{i}"}, [call(script, "t", {"tag": ""})]
+                )
+                answers.append(r.value if isinstance(r, CallResult) else r)
+
+        async def task(i: int) -> Any:
+            (r,) = await pool.acall_batch(
+                "tool_call", {"name": f"a{i}"}, [call(script, f"h{i % 3}", {"tag": ""})]
+            )
+            return r.value if isinstance(r, CallResult) else r
+
+        async def main() -> list[Any]:
+            return await asyncio.gather(*(task(i) for i in range(30)))
+
+        worker = threading.Thread(target=thread)
+        worker.start()
+        got = asyncio.run(main())
+        worker.join()
+        assert got == [{"notice": f"a{i}"} for i in range(30)]
+        assert answers == [{"notice": f"s{i}"} for i in range(30)]
+
+
+def test_a_task_waiting_for_a_worker_is_handed_one_gives_up_in_time_or_leaves_none_behind() -> None:
+    workers = Workers(1)
+    try:
+        held = workers.take(None, timeout_s=1)
+
+        async def main() -> None:
+            with pytest.raises(ScriptLimitError) as info:
+                await workers.atake("late", timeout_s=0.05)
+            assert info.value.cause == "busy"
+            cancelled = asyncio.get_running_loop().create_task(workers.atake("c", timeout_s=5))
+            waiting = asyncio.get_running_loop().create_task(workers.atake("w", timeout_s=5))
+            await asyncio.sleep(0.01)
+            cancelled.cancel()
+            await asyncio.sleep(0)
+            workers.give_back(held, healthy=True)  # handed to the task still waiting
+            got = await waiting
+            assert isinstance(got, Worker) and workers.health()["busy"] == 1
+            workers.give_back(got, healthy=True, owner="w")
+
+        asyncio.run(main())
+        health = workers.health()
+        assert health["busy"] == 0 and health["workers"] == 1
+    finally:
+        workers.close()
+
+
+def test_closing_the_pool_ends_the_wait_of_a_task() -> None:
+    workers = Workers(1)
+    held = workers.take(None, timeout_s=1)
+
+    async def main() -> None:
+        task = asyncio.get_running_loop().create_task(workers.atake("w", timeout_s=5))
+        await asyncio.sleep(0.01)
+        workers.close()
+        with pytest.raises(ScriptLimitError) as info:
+            await task
+        assert info.value.cause == "crashed"
+
+    try:
+        asyncio.run(main())
+    finally:
+        held.kill()
