@@ -111,7 +111,7 @@ class _Walk:
 
     def text(self, value: str) -> str:
         if not value.isascii():
-            value = _no_lone_surrogates(value)
+            value = no_lone_surrogates(value)
         cost = len(encode_basestring_ascii(value)) + 1
         if cost <= self.left:
             self.left -= cost
@@ -135,7 +135,7 @@ class _Walk:
                     what = f"a key of type {type(key).__name__} is not JSON (keys are text)"
                     self.refuse(path, what)
                     continue
-                key = _no_lone_surrogates(str.__str__(key))
+                key = no_lone_surrogates(str.__str__(key))
             cost = len(encode_basestring_ascii(key)) + 1
             if cost >= self.left and depth:  # a key is never cut: the mapping ends here
                 # (the event's own fields are all kept: their values are cut instead)
@@ -181,7 +181,7 @@ def _number(value: int | float) -> int | float | str | None:
         return f"[cut: an integer of {value.bit_length()} bits]"
 
 
-def _no_lone_surrogates(text: str) -> str:
+def no_lone_surrogates(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

@@ -22,12 +22,13 @@ from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
-from engine.boundary import normalize_value
+from engine.boundary import no_lone_surrogates, normalize_value
 from engine.errors import PluginError
 from engine.points import ACCEPTED, Message, Point
 
 ADD_UP = ("notice", "sections", "append")
 REPLACE = ("question", "instruction", "tools", "input", "answer", "result")
+_REPLACED = frozenset(REPLACE) | {"block"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +122,10 @@ def parse_change(
     """
     if data is None:
         return EMPTY
+    if type(data) is dict:
+        fast = _plain_change(point, data)
+        if fast is not None:
+            return fast
     if isinstance(data, Change):
         return data
     if not isinstance(data, dict):
@@ -154,6 +159,67 @@ def parse_change(
     if change.tools is not None and event is not None:
         _check_subset(change.tools, event.get("tools", []), hook, point)
     return change
+
+
+_TEXT = frozenset({"block", "answer", "question", "instruction"})
+_TEXTS = frozenset(ADD_UP)
+_ROLES = frozenset({"system", "user", "assistant"})
+_PLAIN_CHARS = 300_000
+"""Up to this many characters of text in one change, no text can meet the size cap of
+``normalize_value`` (6 bytes per escaped character at most, 2 MB): the walk would change
+nothing but lone surrogates, so the common answer is checked without it."""
+
+
+def _plain_change(point: Point, data: dict[str, Any]) -> Change | None:
+    """The Change of a plain answer (texts, lists of texts, injected messages), checked by
+    direct type tests: the result ``parse_change``'s full walk would give. None for anything
+    else (other fields or types, a blank text, a big answer): the full check then decides and
+    names the problem."""
+    if not data:
+        return EMPTY
+    accepted, size, out = ACCEPTED[point], 0, {}
+    for name, value in data.items():
+        if name not in accepted:
+            return None
+        if name in _TEXT:
+            if type(value) is not str or (name in NON_BLANK and not value.strip()):
+                return None
+            size += len(value)
+            out[name] = _plain_text(value)
+        elif name in _TEXTS:
+            texts = [value] if type(value) is str else value
+            if type(texts) is not list or any(type(t) is not str for t in texts):
+                return None
+            size += sum(map(len, texts))
+            out[name] = [_plain_text(t) for t in texts]
+        elif name == "messages" and point is Point.BEFORE_USER_MESSAGE:
+            messages = _plain_messages(value)
+            if messages is None:
+                return None
+            size += sum(len(m["content"]) for m in messages)
+            out[name] = messages
+        else:
+            return None
+    return Change(**out) if size <= _PLAIN_CHARS else None
+
+
+def _plain_text(text: str) -> str:
+    return text if text.isascii() else no_lone_surrogates(text)
+
+
+def _plain_messages(value: Any) -> list[dict[str, Any]] | None:
+    """Injected messages as ``Message`` dumps them, or None when one needs the full check."""
+    if type(value) is not list:
+        return None
+    out = []
+    for m in value:
+        if type(m) is not dict or len(m) != 2:
+            return None
+        role, content = m.get("role"), m.get("content")
+        if type(role) is not str or role not in _ROLES or type(content) is not str:
+            return None
+        out.append({"role": role, "content": _plain_text(content)})
+    return out
 
 
 NON_BLANK = ("block", "answer", "question")
@@ -233,24 +299,29 @@ def _canonical(value: Any) -> str:
 
 def merge(point: Point, first: Change, second: Change) -> Change:
     """Combine two changes at ``point`` as if ``second`` came after ``first``."""
-    if first.block is not None:
+    if first.block is not None or second is EMPTY:
         return first
-    if second.is_empty():
-        return first
-    if first.is_empty():
+    if first is EMPTY:
         return second
-    out: dict[str, Any] = {"block": second.block}
-    for name in REPLACE:
-        later = getattr(second, name)
-        out[name] = later if later is not None else getattr(first, name)
-    for name in ADD_UP:
-        out[name] = [*getattr(first, name), *getattr(second, name)]
+    out: dict[str, Any] = {}
+    for name in FIELDS:  # only the fields either change sets: most set one or two
+        earlier, later = getattr(first, name), getattr(second, name)
+        if later is None or (not later and name in ADD_UP):  # unset: None, or no texts
+            if earlier is not None and (earlier or name not in ADD_UP):
+                out[name] = earlier
+        elif earlier is None or name in _REPLACED:
+            out[name] = later
+        elif name in ADD_UP:
+            out[name] = [*earlier, *later]
+        elif name == "settings":
+            out[name] = {**earlier, **later}
+        else:  # messages: add up at before_user_message, replaced at before_call
+            out[name] = _merge_messages(point, earlier, later)
     if second.answer is not None:
-        out["append"] = list(second.append)
-    if first.settings is not None or second.settings is not None:
-        out["settings"] = {**(first.settings or {}), **(second.settings or {})}
-    out["messages"] = _merge_messages(point, first.messages, second.messages)
-    return Change(**out)
+        out.pop("append", None)
+        if second.append:
+            out["append"] = list(second.append)
+    return Change(**out) if out else EMPTY
 
 
 def _merge_messages(point: Point, first: Any, second: Any) -> Any:
