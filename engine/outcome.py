@@ -91,5 +91,10 @@ class Outcome:
         data = {}
         for key in DECISION_FIELDS:
             value = getattr(self, key)
-            data[key] = copy.copy(value) if isinstance(value, (list, dict)) else value
+            kind = type(value)
+            if kind is list or kind is dict:
+                value = value.copy()
+            elif isinstance(value, (list, dict)):
+                value = copy.copy(value)
+            data[key] = value
         return data

@@ -7,11 +7,13 @@ immutable snapshot: a reload builds a new one, an evaluation in flight keeps the
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,7 +24,8 @@ from engine.errors import InputError, PluginError, ScriptError, StoreError
 from engine.kinds.base import Hook, HookContext, Memo, Mode, OnError
 from engine.outcome import Outcome
 from engine.points import Point, Scope
-from engine.store import Record, Store
+from engine.records import Draft
+from engine.store import Store
 from engine.store.records import HookRun
 
 log = logging.getLogger("engine.pipeline")
@@ -47,10 +50,17 @@ class Pipeline:
     generation: int = 0
     records: RecordsSettings = field(default_factory=RecordsSettings)
     by_point: Mapping[Point, tuple[Slot, ...]] = field(init=False)
+    batched: Mapping[Point, tuple[bool, ...]] = field(init=False)
+    """Per point, per slot: whether the hook runs in script batches (``prepare_call``)."""
 
     def __post_init__(self) -> None:
         table = {p: tuple(s for s in self.slots if p in s.hook.points) for p in Point}
         object.__setattr__(self, "by_point", table)
+        batched = {
+            p: tuple(callable(getattr(s.hook, "prepare_call", None)) for s in slots)
+            for p, slots in table.items()
+        }
+        object.__setattr__(self, "batched", batched)
 
     def close(self) -> None:
         for slot in self.slots:
@@ -63,14 +73,41 @@ class Services:
 
     store: Store
     memo_for: Callable[[str, str], Memo]
-    submit: Callable[[Record, list[str]], None] | None = None
-    """Hands a finished record to the writer; None: records are not written."""
+    submit: Callable[[Draft, list[str]], None] | None = None
+    """Hands a record's raw parts to the writer, which builds it (engine/records.py);
+    None: records are not written."""
 
 
 class _Failure(Exception):
     def __init__(self, message: str, cause: str) -> None:
         super().__init__(message)
         self.cause = cause
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """A step of an evaluation: run these script calls in one worker round trip.
+
+    ``runner`` (the first hook of the batch) sends them: ``send_batch`` for the sync driver,
+    ``asend_batch`` for the async one. The answer is the list of results (possibly shorter
+    than ``calls``: see engine/sandbox/workerpool.py ``call_batch``), or the exception the
+    send raised."""
+
+    runner: Any
+    point: str
+    event: dict[str, Any]
+    calls: list[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Blocking:
+    """A step of an evaluation: a built-in hook that may wait on I/O (a store, an LLM).
+    ``run()`` never raises; the async driver runs it in a thread, off the event loop."""
+
+    run: Callable[[], Change | _Failure]
+
+
+Step = Batch | Blocking
 
 
 def evaluate(
@@ -85,74 +122,306 @@ def evaluate(
 
     Never raises for a hook's failure: the error policy turns it into an outcome.
     """
-    scope = Scope.model_validate(event.get("scope") or {})
-    merged, seen = EMPTY, event
-    runs: list[HookRun] = []
-    out_events: list[dict[str, Any]] = []
-    shadow: list[dict[str, Any]] = []
-    failed: list[str] = []
-    refusal: tuple[str, Change] | None = None
-    for slot in pipeline.by_point[point]:
-        hook = slot.hook
-        if merged.block is not None or refusal is not None:
-            runs.append(_run_of(slot, "skipped", 0.0))
-            continue
-        ctx = HookContext(
-            pipeline.agent,
-            scope,
-            services.store,
-            services.memo_for(pipeline.agent, hook.name),
+    core = _evaluation(pipeline, point, event, services, replay)
+    answer: Any = None
+    try:
+        while True:
+            step = core.send(answer)
+            answer = step.run() if type(step) is Blocking else _sent(step)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def aevaluate(
+    pipeline: Pipeline,
+    point: Point,
+    event: dict[str, Any],
+    services: Services,
+    *,
+    replay: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Outcome:
+    """``evaluate`` on the running event loop: script batches are awaited there (no thread);
+    only hooks that may wait on I/O (``Blocking``: memory, faq_cache) run in a thread."""
+    core = _evaluation(pipeline, point, event, services, replay)
+    answer: Any = None
+    try:
+        while True:
+            step = core.send(answer)
+            if type(step) is Blocking:
+                answer = await asyncio.to_thread(step.run)
+                continue
+            try:
+                answer = await step.runner.asend_batch(step.point, step.event, step.calls)
+            except Exception as exc:  # noqa: BLE001 - the core fails the batch's hook
+                answer = exc
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+def _sent(step: Batch) -> Any:
+    try:
+        return step.runner.send_batch(step.point, step.event, step.calls)
+    except Exception as exc:  # noqa: BLE001 - the core fails the batch's hook
+        return exc
+
+
+class _Run:
+    """One evaluation in progress: the changes folded so far, and what each hook did."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        point: Point,
+        event: dict[str, Any],
+        services: Services,
+        replay: Mapping[str, Mapping[str, Any]] | None,
+    ) -> None:
+        self.pipeline, self.point, self.event = pipeline, point, event
+        self.services, self.replay = services, replay
+        self.scope = Scope.model_validate(event.get("scope") or {})
+        self.merged, self.seen = EMPTY, event
+        self.runs: list[HookRun] = []
+        self.out_events: list[dict[str, Any]] = []
+        self.shadow: list[dict[str, Any]] = []
+        self.failed: list[str] = []
+        self.refusal: tuple[str, Change] | None = None
+
+    @property
+    def stopped(self) -> bool:
+        """A block or a refusal ended the chain: the hooks left are skipped."""
+        return self.merged.block is not None or self.refusal is not None
+
+    def context(self, hook: Hook) -> HookContext:
+        replay = self.replay
+        return HookContext(
+            self.pipeline.agent,
+            self.scope,
+            self.services.store,
+            self.services.memo_for(self.pipeline.agent, hook.name),
             replay=None if replay is None else replay.get(hook.name, {}),
         )
-        started = time.perf_counter()
-        try:
-            change = _call(hook, point, seen, ctx)
-            error = None
-        except _Failure as exc:
-            change, error = EMPTY, exc
-        elapsed = (time.perf_counter() - started) * 1000
-        run = _run_of(slot, "decided" if error is None else "failed", elapsed, ctx)
-        runs.append(run)
-        if error is not None:
-            run.error, run.cause = str(error), error.cause
+
+    def skip(self, slot: Slot) -> None:
+        self.runs.append(_run_of(slot, "skipped", 0.0))
+
+    def settle(
+        self, slot: Slot, ctx: HookContext, answer: Change | _Failure, elapsed: float
+    ) -> None:
+        """Take one hook's change (or failure) into the evaluation, by the error policy."""
+        hook = slot.hook
+        if isinstance(answer, _Failure):
+            run = _run_of(slot, "failed", elapsed, ctx)
+            self.runs.append(run)
+            run.error, run.cause = str(answer), answer.cause
             if hook.mode is Mode.SHADOW:
-                shadow.append({"hook": hook.name, "error": str(error)})
-                continue
-            failed.append(hook.name)
-            log.warning("hook %s failed at %s: %s", hook.name, point, error)
-            refusal = _refusal(point, hook, error)
-            continue
-        run.change = change.as_data() or None
-        out_events += ctx.events
+                self.shadow.append({"hook": hook.name, "error": str(answer)})
+                return
+            self.failed.append(hook.name)
+            log.warning("hook %s failed at %s: %s", hook.name, self.point, answer)
+            self.refusal = _refusal(self.point, hook, answer)
+            return
+        run = _run_of(slot, "decided", elapsed, ctx)
+        self.runs.append(run)
+        data = answer.as_data()
+        run.change = data or None
+        self.out_events += ctx.events
         if hook.mode is Mode.SHADOW:
-            if not change.is_empty():
-                shadow.append({"hook": hook.name, "change": change.as_data()})
-            continue
-        merged = merge(point, merged, change)
-        seen = apply(point, seen, change)
-    if refusal is not None:
-        merged = merge(point, merged, refusal[1])
-    outcome = _outcome(pipeline, point, event, seen, merged, runs)
-    outcome.events, outcome.shadow, outcome.failed = out_events, shadow, failed
-    if services.submit is not None and pipeline.records.enabled:
-        services.submit(_record(pipeline, point, event, scope, outcome), _mask(pipeline))
-    return outcome
+            if data:
+                self.shadow.append({"hook": hook.name, "change": answer.as_data()})
+            return
+        self.merged = merge(self.point, self.merged, answer)
+        self.seen = apply(self.point, self.seen, answer)
+
+    def finish(self) -> Outcome:
+        """The outcome (the refusal merged last), handed to the record writer too."""
+        pipeline, point, merged = self.pipeline, self.point, self.merged
+        if self.refusal is not None:
+            merged = merge(point, merged, self.refusal[1])
+        outcome = _outcome(pipeline, point, self.event, self.seen, merged, self.runs)
+        outcome.events, outcome.shadow, outcome.failed = self.out_events, self.shadow, self.failed
+        if self.services.submit is not None and pipeline.records.enabled:
+            self.services.submit(Draft.of(outcome, self.event, self.scope), _mask(pipeline))
+        return outcome
 
 
-def _call(hook: Hook, point: Point, event: dict[str, Any], ctx: HookContext) -> Change:
+def _evaluation(
+    pipeline: Pipeline,
+    point: Point,
+    event: dict[str, Any],
+    services: Services,
+    replay: Mapping[str, Mapping[str, Any]] | None,
+) -> Generator[Step, Any, Outcome]:
+    """The evaluation of one point, written once for both drivers: it yields the steps that
+    wait (script batches, hooks that may block) and is sent their answers.
+
+    Consecutive script hooks of one pool go as one batch; a built-in hook between two
+    script hooks splits it (it must see the event as the scripts before it changed it)."""
+    run = _Run(pipeline, point, event, services, replay)
+    slots, batched = pipeline.by_point[point], pipeline.batched[point]
+    i = 0
+    while i < len(slots):
+        if run.stopped:
+            run.skip(slots[i])
+            i += 1
+        elif batched[i]:
+            end = i + 1
+            while end < len(slots) and batched[end] and _same_pool(slots[i], slots[end]):
+                end += 1
+            yield from _script_hooks(run, slots[i:end])
+            i = end
+        else:
+            yield from _built_in(run, slots[i])
+            i += 1
+    return run.finish()
+
+
+def _same_pool(a: Slot, b: Slot) -> bool:
+    return getattr(a.hook, "pool", None) is getattr(b.hook, "pool", None)
+
+
+def _built_in(run: _Run, slot: Slot) -> Generator[Step, Any, None]:
+    hook = slot.hook
+    ctx = run.context(hook)
+    started = time.perf_counter()
+    if getattr(hook, "blocks", False):
+        answer = yield Blocking(partial(_attempt, hook, run.point, run.seen, ctx))
+    else:
+        answer = _attempt(hook, run.point, run.seen, ctx)
+    run.settle(slot, ctx, answer, (time.perf_counter() - started) * 1000)
+
+
+def _attempt(
+    hook: Hook, point: Point, event: dict[str, Any], ctx: HookContext
+) -> Change | _Failure:
+    """The hook's checked change, or its failure; never raises (but KeyboardInterrupt)."""
     try:
-        data = hook.run(point, event, ctx)
-        return parse_change(point, data, hook=hook.name, event=event)
-    except ScriptError as exc:
-        raise _Failure(f"{type(exc).__name__}: {exc}", exc.cause) from exc
-    except PluginError as exc:
-        raise _Failure(f"PluginError: {exc}", "plugin") from exc
-    except StoreError as exc:
-        raise _Failure(f"StoreError: {exc}", "store") from exc
+        return parse_change(point, hook.run(point, event, ctx), hook=hook.name, event=event)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
-        raise _Failure(f"{type(exc).__name__}: {exc}", "error") from exc
+        return _failure(exc)
+
+
+def _failure(exc: BaseException) -> _Failure:
+    """A hook's exception as the pipeline records it (the exception kept as its cause)."""
+    if isinstance(exc, ScriptError):
+        failure = _Failure(f"{type(exc).__name__}: {exc}", exc.cause)
+    elif isinstance(exc, PluginError):
+        failure = _Failure(f"PluginError: {exc}", "plugin")
+    elif isinstance(exc, StoreError):
+        failure = _Failure(f"StoreError: {exc}", "store")
+    else:
+        failure = _Failure(f"{type(exc).__name__}: {exc}", "error")
+    failure.__cause__ = exc
+    return failure
+
+
+@dataclass
+class _Prepared:
+    """A script hook's call, ready to go in a batch."""
+
+    slot: Slot
+    ctx: HookContext
+    call: Any
+    ms: float
+    """Host time spent on it so far (state load, the call's making)."""
+
+
+def _script_hooks(run: _Run, slots: tuple[Slot, ...]) -> Generator[Step, Any, None]:
+    """Run consecutive script hooks in as few batches as the answers allow.
+
+    The worker applies each raw answer for the next call (engine/sandbox/effects.py); the
+    host checks each answer. Where the host's event differs from the worker's (an answer
+    refused or normalised by the check, a failure the error policy lets pass), or where the
+    worker stopped (a block, an error) and the chain goes on, the rest goes again as a new
+    batch with the host's event."""
+    left = list(slots)
+    while left and not run.stopped:
+        prepared, failed = _prepare(run, left)
+        if prepared:
+            started = time.perf_counter()
+            answer = yield Batch(
+                prepared[0].slot.hook, run.point.value, run.seen, [p.call for p in prepared]
+            )
+            trip_ms = (time.perf_counter() - started) * 1000
+            done = _take_results(run, prepared, answer, trip_ms)
+            left = left[done:]
+            if done < len(prepared):
+                continue
+        if failed is not None and not run.stopped:  # its state could not be loaded
+            run.settle(left[0], failed[0], failed[1], failed[2])
+            left = left[1:]
+    for slot in left:
+        run.skip(slot)
+
+
+def _prepare(
+    run: _Run, slots: list[Slot]
+) -> tuple[list[_Prepared], tuple[HookContext, _Failure, float] | None]:
+    """The calls of ``slots`` up to the first that cannot be made (and that one's failure)."""
+    prepared = []
+    for slot in slots:
+        ctx = run.context(slot.hook)
+        started = time.perf_counter()
+        try:
+            call = slot.hook.prepare_call(run.point, run.seen, ctx)  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - the error policy decides
+            return prepared, (ctx, _failure(exc), (time.perf_counter() - started) * 1000)
+        prepared.append(_Prepared(slot, ctx, call, (time.perf_counter() - started) * 1000))
+    return prepared, None
+
+
+def _take_results(run: _Run, prepared: list[_Prepared], answer: Any, trip_ms: float) -> int:
+    """Settle the hooks a batch answered, in order; return how many it settled.
+
+    Stops early where the worker's event (the raw answers applied) is no longer the host's:
+    the caller sends the rest again. A hook's time is the host's own work for it plus the
+    worker's ``duration_ms``, plus an equal share of the rest of the round trip (encoding,
+    the pipe, wake-ups); a batch that ended in an error gives that rest to the failed call.
+    """
+    if isinstance(answer, BaseException) or not answer:
+        failure = _failure(answer if isinstance(answer, BaseException) else _NoAnswer())
+        first = prepared[0]
+        run.settle(first.slot, first.ctx, failure, first.ms + trip_ms)
+        return 1
+    from engine.sandbox import effects  # loaded with the first script hook anyway
+
+    worked = sum(r.duration_ms for r in answer if not isinstance(r, BaseException))
+    rest = max(trip_ms - worked, 0.0)
+    share = 0.0 if isinstance(answer[-1], BaseException) else rest / len(answer)
+    view = run.seen
+    for n, result in enumerate(answer):
+        if run.stopped:
+            return n
+        if view is not run.seen and view != run.seen:
+            return n
+        item = prepared[n]
+        started = time.perf_counter()
+        change = _finished(run, item, result)
+        own = (time.perf_counter() - started) * 1000 + item.ms
+        spent = rest if isinstance(result, BaseException) else result.duration_ms + share
+        run.settle(item.slot, item.ctx, change, own + spent)
+        if isinstance(result, BaseException):
+            return n + 1
+        if item.call.apply:
+            view = effects.apply_raw(run.point.value, view, result.value)
+            if view is None:
+                return n + 1
+    return len(answer)
+
+
+class _NoAnswer(Exception):
+    def __init__(self) -> None:
+        super().__init__("the worker answered no result for the batch")
+
+
+def _finished(run: _Run, item: _Prepared, result: Any) -> Change | _Failure:
+    try:
+        return item.slot.hook.finish_call(run.point, run.seen, item.ctx, result)  # type: ignore[attr-defined]
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return _failure(exc)
 
 
 def _refusal(point: Point, hook: Hook, error: _Failure) -> tuple[str, Change] | None:
@@ -202,7 +471,7 @@ def refuse_event(
             scope = Scope.model_validate(event.get("scope") or {})
         except ValidationError:
             scope = Scope()
-        services.submit(_record(pipeline, point, event, scope, outcome), _mask(pipeline))
+        services.submit(Draft.of(outcome, event, scope), _mask(pipeline))
     return outcome
 
 
@@ -256,27 +525,6 @@ def _outcome(
         base = merged.answer if merged.answer is not None else event["answer"]
         out.answer, out.appended = join_answer(base, merged.append), list(merged.append)
     return out
-
-
-def _record(
-    pipeline: Pipeline, point: Point, event: dict[str, Any], scope: Scope, outcome: Outcome
-) -> Record:
-    data = outcome.decision()
-    data.update(events=outcome.events, shadow=outcome.shadow, failed=outcome.failed)
-    if outcome.input_error is not None:
-        data["input_error"] = outcome.input_error
-    return Record.model_construct(
-        id=outcome.id,
-        time=event.get("time") or "",
-        agent=pipeline.agent,
-        point=point.value,
-        scope=scope.model_dump(),
-        scope_key=scope.key(),
-        event=event,
-        hooks=outcome.hooks,
-        outcome=data,
-        generation=pipeline.generation,
-    )
 
 
 def _mask(pipeline: Pipeline) -> list[str]:
