@@ -177,7 +177,8 @@ def _plain_change(point: Point, data: dict[str, Any]) -> Change | None:
     names the problem."""
     if not data:
         return EMPTY
-    accepted, size, out = ACCEPTED[point], 0, {}
+    accepted, size = ACCEPTED[point], 0
+    out: dict[str, Any] = {}
     for name, value in data.items():
         if name not in accepted:
             return None

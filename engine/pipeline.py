@@ -127,9 +127,9 @@ def evaluate(
     try:
         while True:
             step = core.send(answer)
-            answer = step.run() if type(step) is Blocking else _sent(step)
+            answer = step.run() if isinstance(step, Blocking) else _sent(step)
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
 
 
 async def aevaluate(
@@ -147,7 +147,7 @@ async def aevaluate(
     try:
         while True:
             step = core.send(answer)
-            if type(step) is Blocking:
+            if isinstance(step, Blocking):
                 answer = await asyncio.to_thread(step.run)
                 continue
             try:
@@ -155,7 +155,7 @@ async def aevaluate(
             except Exception as exc:  # noqa: BLE001 - the core fails the batch's hook
                 answer = exc
     except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+        return done.value
 
 
 def _sent(step: Batch) -> Any:
@@ -359,7 +359,7 @@ def _prepare(
     run: _Run, slots: list[Slot]
 ) -> tuple[list[_Prepared], tuple[HookContext, _Failure, float] | None]:
     """The calls of ``slots`` up to the first that cannot be made (and that one's failure)."""
-    prepared = []
+    prepared: list[_Prepared] = []
     for slot in slots:
         ctx = run.context(slot.hook)
         started = time.perf_counter()
@@ -389,7 +389,7 @@ def _take_results(run: _Run, prepared: list[_Prepared], answer: Any, trip_ms: fl
     worked = sum(r.duration_ms for r in answer if not isinstance(r, BaseException))
     rest = max(trip_ms - worked, 0.0)
     share = 0.0 if isinstance(answer[-1], BaseException) else rest / len(answer)
-    view = run.seen
+    view: dict[str, Any] | None = run.seen
     for n, result in enumerate(answer):
         if run.stopped:
             return n
@@ -403,7 +403,7 @@ def _take_results(run: _Run, prepared: list[_Prepared], answer: Any, trip_ms: fl
         run.settle(item.slot, item.ctx, change, own + spent)
         if isinstance(result, BaseException):
             return n + 1
-        if item.call.apply:
+        if item.call.apply and view is not None:
             view = effects.apply_raw(run.point.value, view, result.value)
             if view is None:
                 return n + 1

@@ -21,7 +21,7 @@ from engine.points import Point
 from engine.sandbox import CallResult, CompiledScript, Language, Limits, WorkerPool, effects
 
 try:
-    from engine.sandbox.limits import BatchCall
+    from engine.sandbox.limits import BatchCall  # type: ignore[attr-defined]
 except ImportError:  # fallback until the pool has batches (see _one_by_one below)
 
     @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class ScriptHook(SpecHook):
         the event as JSON: scripts get a copy, never a host object."""
         batch = getattr(self.pool, "call_batch", None)
         if batch is not None:
-            return batch(point, event, calls)  # type: ignore[no-any-return]
+            return batch(point, event, calls)
         return _one_by_one(self.pool, point, event, calls)
 
     async def asend_batch(
@@ -143,7 +143,7 @@ class ScriptHook(SpecHook):
         """``send_batch`` awaited on the running event loop."""
         batch = getattr(self.pool, "acall_batch", None)
         if batch is not None:
-            return await batch(point, event, calls)  # type: ignore[no-any-return]
+            return await batch(point, event, calls)
         return await asyncio.to_thread(_one_by_one, self.pool, point, event, calls)
 
     def _state_key(self, ctx: HookContext) -> str:
