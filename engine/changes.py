@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
+import operator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -66,11 +67,17 @@ class Change:
 
     def as_data(self) -> dict[str, Any]:
         """The change as JSON data with only the fields it sets."""
-        return {name: value for name in FIELDS if (value := getattr(self, name)) not in (None, [])}
+        return {
+            name: value
+            for name, value in zip(FIELDS, _values(self), strict=True)
+            if value is not None and value != []
+        }
 
 
 EMPTY = Change()
 FIELDS = tuple(f.name for f in fields(Change))
+_values = operator.attrgetter(*FIELDS)
+"""All of a change's fields as a tuple, in FIELDS order (one C call)."""
 
 
 _FIELD_TYPES: dict[str, Any] = {
@@ -323,6 +330,60 @@ def merge(point: Point, first: Change, second: Change) -> Change:
         if second.append:
             out["append"] = list(second.append)
     return Change(**out) if out else EMPTY
+
+
+class Merger:
+    """The fold of a point's changes by ``merge``, kept in one place: each change adds its
+    set fields, and lists that add up grow in place instead of being rebuilt per hook.
+    ``result()`` is ``merge(...merge(merge(EMPTY, c1), c2)..., cn)``."""
+
+    __slots__ = ("owned", "point", "values")
+
+    def __init__(self, point: Point) -> None:
+        self.point = point
+        self.values: dict[str, Any] = {}
+        self.owned: set[str] = set()
+        """Fields whose list or dict is the merger's own (safe to grow in place)."""
+
+    @property
+    def block(self) -> str | None:
+        return self.values.get("block")
+
+    def add(self, change: Change) -> None:
+        """Merge ``change`` after the ones before it (nothing after a block)."""
+        values = self.values
+        if "block" in values or change is EMPTY:
+            return
+        for name, value in zip(FIELDS, _values(change), strict=True):
+            if value is None or (not value and name in ADD_UP):
+                continue
+            earlier = values.get(name)
+            if earlier is None or name in _REPLACED:
+                values[name] = value
+                self.owned.discard(name)
+            elif name in ADD_UP or (name == "messages" and self.point is Point.BEFORE_USER_MESSAGE):
+                self._own(name, earlier).extend(value)
+            elif name == "settings":
+                self._own(name, earlier).update(value)
+            else:  # messages at before_call: replaced
+                values[name] = value
+                self.owned.discard(name)
+        if change.answer is not None:  # a replaced answer restarts the appends
+            values.pop("append", None)
+            self.owned.discard("append")
+            if change.append:
+                values["append"] = change.append
+
+    def _own(self, name: str, value: Any) -> Any:
+        if name not in self.owned:
+            value = self.values[name] = value.copy()
+            self.owned.add(name)
+        return value
+
+    def result(self) -> Change:
+        """The merged change (its lists are not grown by later ``add`` calls)."""
+        self.owned.clear()
+        return Change(**self.values) if self.values else EMPTY
 
 
 def _merge_messages(point: Point, first: Any, second: Any) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.changes import EMPTY, Change, apply, join_answer, merge, parse_change
+from engine.changes import EMPTY, Change, Merger, apply, join_answer, merge, parse_change
 from engine.config.models import RecordsSettings
 from engine.errors import InputError, PluginError, ScriptError, StoreError
 from engine.kinds.base import Hook, HookContext, Memo, Mode, OnError
@@ -76,6 +76,15 @@ class Services:
     submit: Callable[[Draft, list[str]], None] | None = None
     """Hands a record's raw parts to the writer, which builds it (engine/records.py);
     None: records are not written."""
+    memos: dict[tuple[str, str], Memo] = field(default_factory=dict, repr=False)
+    """``memo_for``'s answers, kept: a hook's memo is the same for the engine's life."""
+
+    def memo(self, agent: str, hook: str) -> Memo:
+        """The memo of ``hook`` in ``agent`` (``memo_for``, asked once per pair)."""
+        memo = self.memos.get((agent, hook))
+        if memo is None:
+            memo = self.memos.setdefault((agent, hook), self.memo_for(agent, hook))
+        return memo
 
 
 class _Failure(Exception):
@@ -179,7 +188,7 @@ class _Run:
         self.pipeline, self.point, self.event = pipeline, point, event
         self.services, self.replay = services, replay
         self.scope = Scope.model_validate(event.get("scope") or {})
-        self.merged, self.seen = EMPTY, event
+        self.merger, self.seen = Merger(point), event
         self.runs: list[HookRun] = []
         self.out_events: list[dict[str, Any]] = []
         self.shadow: list[dict[str, Any]] = []
@@ -189,7 +198,7 @@ class _Run:
     @property
     def stopped(self) -> bool:
         """A block or a refusal ended the chain: the hooks left are skipped."""
-        return self.merged.block is not None or self.refusal is not None
+        return self.merger.block is not None or self.refusal is not None
 
     def context(self, hook: Hook) -> HookContext:
         replay = self.replay
@@ -197,7 +206,7 @@ class _Run:
             self.pipeline.agent,
             self.scope,
             self.services.store,
-            self.services.memo_for(self.pipeline.agent, hook.name),
+            self.services.memo(self.pipeline.agent, hook.name),
             replay=None if replay is None else replay.get(hook.name, {}),
         )
 
@@ -229,12 +238,12 @@ class _Run:
             if data:
                 self.shadow.append({"hook": hook.name, "change": answer.as_data()})
             return
-        self.merged = merge(self.point, self.merged, answer)
+        self.merger.add(answer)
         self.seen = apply(self.point, self.seen, answer)
 
     def finish(self) -> Outcome:
         """The outcome (the refusal merged last), handed to the record writer too."""
-        pipeline, point, merged = self.pipeline, self.point, self.merged
+        pipeline, point, merged = self.pipeline, self.point, self.merger.result()
         if self.refusal is not None:
             merged = merge(point, merged, self.refusal[1])
         outcome = _outcome(pipeline, point, self.event, self.seen, merged, self.runs)
