@@ -393,8 +393,7 @@ def _take_results(run: _Run, prepared: list[_Prepared], answer: Any, trip_ms: fl
         first = prepared[0]
         run.settle(first.slot, first.ctx, failure, first.ms + trip_ms)
         return 1
-    from engine.sandbox import effects  # loaded with the first script hook anyway
-
+    apply_raw = _apply_raw()
     worked = sum(r.duration_ms for r in answer if not isinstance(r, BaseException))
     rest = max(trip_ms - worked, 0.0)
     share = 0.0 if isinstance(answer[-1], BaseException) else rest / len(answer)
@@ -413,10 +412,23 @@ def _take_results(run: _Run, prepared: list[_Prepared], answer: Any, trip_ms: fl
         if isinstance(result, BaseException):
             return n + 1
         if item.call.apply and view is not None:
-            view = effects.apply_raw(run.point.value, view, result.value)
+            view = apply_raw(run.point.value, view, result.value)
             if view is None:
                 return n + 1
     return len(answer)
+
+
+_APPLY_RAW: list[Callable[[str, dict[str, Any], Any], dict[str, Any] | None]] = []
+
+
+def _apply_raw() -> Callable[[str, dict[str, Any], Any], dict[str, Any] | None]:
+    """engine/sandbox/effects.py ``apply_raw``, imported on first use: an engine without
+    script hooks never loads the sandbox."""
+    if not _APPLY_RAW:
+        from engine.sandbox.effects import apply_raw
+
+        _APPLY_RAW.append(apply_raw)
+    return _APPLY_RAW[0]
 
 
 class _NoAnswer(Exception):
