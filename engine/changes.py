@@ -398,6 +398,8 @@ def apply(point: Point, event: dict[str, Any], change: Change) -> dict[str, Any]
     The copy is shallow: hooks get the event read-only (scripts get a JSON copy in their
     worker), and replaced values are copied from the change.
     """
+    if change is EMPTY:
+        return event
     updates: dict[str, Any] = {}
     for name in VIEW_FIELDS:
         value = getattr(change, name)

@@ -93,7 +93,7 @@ class _Failure(Exception):
         self.cause = cause
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Batch:
     """A step of an evaluation: run these script calls in one worker round trip.
 
@@ -108,7 +108,7 @@ class Batch:
     calls: list[Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Blocking:
     """A step of an evaluation: a built-in hook that may wait on I/O (a store, an LLM).
     ``run()`` never raises; the async driver runs it in a thread, off the event loop."""
@@ -186,6 +186,7 @@ class _Run:
         replay: Mapping[str, Mapping[str, Any]] | None,
     ) -> None:
         self.pipeline, self.point, self.event = pipeline, point, event
+        self.name = point.value
         self.services, self.replay = services, replay
         self.scope = Scope.model_validate(event.get("scope") or {})
         self.merger, self.seen = Merger(point), event
@@ -194,11 +195,8 @@ class _Run:
         self.shadow: list[dict[str, Any]] = []
         self.failed: list[str] = []
         self.refusal: tuple[str, Change] | None = None
-
-    @property
-    def stopped(self) -> bool:
+        self.stopped = False
         """A block or a refusal ended the chain: the hooks left are skipped."""
-        return self.merger.block is not None or self.refusal is not None
 
     def context(self, hook: Hook) -> HookContext:
         replay = self.replay
@@ -228,18 +226,23 @@ class _Run:
             self.failed.append(hook.name)
             log.warning("hook %s failed at %s: %s", hook.name, self.point, answer)
             self.refusal = _refusal(self.point, hook, answer)
+            self.stopped = self.refusal is not None
             return
         run = _run_of(slot, "decided", elapsed, ctx)
         self.runs.append(run)
+        if ctx.events:
+            self.out_events += ctx.events
+        if answer is EMPTY:  # the common answer of a guard: nothing to record or fold
+            return
         data = answer.as_data()
         run.change = data or None
-        self.out_events += ctx.events
         if hook.mode is Mode.SHADOW:
             if data:
                 self.shadow.append({"hook": hook.name, "change": answer.as_data()})
             return
         self.merger.add(answer)
         self.seen = apply(self.point, self.seen, answer)
+        self.stopped = self.merger.block is not None
 
     def finish(self) -> Outcome:
         """The outcome (the refusal merged last), handed to the record writer too."""
@@ -325,7 +328,7 @@ def _failure(exc: BaseException) -> _Failure:
     return failure
 
 
-@dataclass
+@dataclass(slots=True)
 class _Prepared:
     """A script hook's call, ready to go in a batch."""
 
@@ -350,7 +353,7 @@ def _script_hooks(run: _Run, slots: tuple[Slot, ...]) -> Generator[Step, Any, No
         if prepared:
             started = time.perf_counter()
             answer = yield Batch(
-                prepared[0].slot.hook, run.point.value, run.seen, [p.call for p in prepared]
+                prepared[0].slot.hook, run.name, run.seen, [p.call for p in prepared]
             )
             trip_ms = (time.perf_counter() - started) * 1000
             done = _take_results(run, prepared, answer, trip_ms)
@@ -393,28 +396,23 @@ def _take_results(run: _Run, prepared: list[_Prepared], answer: Any, trip_ms: fl
         first = prepared[0]
         run.settle(first.slot, first.ctx, failure, first.ms + trip_ms)
         return 1
-    apply_raw = _apply_raw()
-    worked = sum(r.duration_ms for r in answer if not isinstance(r, BaseException))
-    rest = max(trip_ms - worked, 0.0)
-    share = 0.0 if isinstance(answer[-1], BaseException) else rest / len(answer)
+    failed = isinstance(answer[-1], BaseException)
+    worked = [r.duration_ms for r in (answer[:-1] if failed else answer)]
+    rest = max(trip_ms - sum(worked), 0.0)
+    share = 0.0 if failed else rest / len(answer)
     view: dict[str, Any] | None = run.seen
     for n, result in enumerate(answer):
-        if run.stopped:
-            return n
-        if view is not run.seen and view != run.seen:
+        if run.stopped or (view is not run.seen and view != run.seen):
             return n
         item = prepared[n]
         started = time.perf_counter()
         change = _finished(run, item, result)
         own = (time.perf_counter() - started) * 1000 + item.ms
-        spent = rest if isinstance(result, BaseException) else result.duration_ms + share
-        run.settle(item.slot, item.ctx, change, own + spent)
-        if isinstance(result, BaseException):
-            return n + 1
-        if item.call.apply and view is not None:
-            view = apply_raw(run.point.value, view, result.value)
-            if view is None:
-                return n + 1
+        run.settle(
+            item.slot, item.ctx, change, own + (worked[n] + share if n < len(worked) else rest)
+        )
+        if n < len(worked) and item.call.apply and view is not None:
+            view = _apply_raw()(run.name, view, result.value)
     return len(answer)
 
 

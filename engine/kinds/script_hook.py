@@ -66,6 +66,8 @@ class ScriptHook(SpecHook):
     a rebuilt hook is a new owner, which is what lifts a quarantine."""
     owned: dict[str, CompiledScript] = field(default_factory=dict)
     """The script keyed per agent that called it (host-layer hooks serve every agent)."""
+    calls: dict[tuple[Point, str], BatchCall] = field(default_factory=dict)
+    """The calls of a stateless script, per point and agent (they never change)."""
     config_key: str = ""
     """A digest of ``config:`` as canonical JSON, computed once per build: workers keep the
     parsed config per key, so it is not sent nor parsed again on every call."""
@@ -77,12 +79,17 @@ class ScriptHook(SpecHook):
         return self.finish_call(point, event, ctx, results[0] if results else _no_result())
 
     def prepare_call(self, point: Point, event: dict[str, Any], ctx: HookContext) -> BatchCall:
-        """This hook's call at ``point``, its state loaded (StoreError if it cannot be)."""
-        state = (
-            ctx.store.state_load(self._state_key(ctx), ctx.scope_key, now=event.get("time"))
-            if self.uses_state
-            else {}
-        )
+        """This hook's call at ``point``, its state loaded (StoreError if it cannot be).
+        A script that keeps no state makes the same call every time: it is made once."""
+        if not self.uses_state:
+            call = self.calls.get((point, ctx.agent))
+            if call is None:
+                call = self.calls.setdefault((point, ctx.agent), self._call(point, ctx, {}))
+            return call
+        state = ctx.store.state_load(self._state_key(ctx), ctx.scope_key, now=event.get("time"))
+        return self._call(point, ctx, state)
+
+    def _call(self, point: Point, ctx: HookContext, state: dict[str, Any]) -> BatchCall:
         return BatchCall(
             script=self._script_of(ctx.agent),
             function=f"on_{point.value}",
