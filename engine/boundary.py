@@ -142,7 +142,10 @@ class _Walk:
                 out[CUT_KEY] = f"{len(value) - n} more keys"
                 break
             self.left -= cost
-            out[key] = self.value(item, (path, key), depth + 1)
+            if not self.plain(item):
+                out[key] = self.value(item, (path, key), depth + 1)
+            else:
+                out[key] = item
         return out
 
     def sequence(self, value: list[Any] | tuple[Any, ...], path: _Path, depth: int) -> list[Any]:
@@ -152,8 +155,25 @@ class _Walk:
             if self.left <= 0:
                 out.append(f"[cut: {len(value) - n} more items]")
                 break
-            out.append(self.value(item, (path, n), depth + 1))
+            out.append(item if self.plain(item) else self.value(item, (path, n), depth + 1))
         return out
+
+    def plain(self, item: Any) -> bool:
+        """Whether ``item`` is kept as it is: ASCII text that fits, None, a bool, a safe int
+        (counted here; ``value`` handles the rest, by the same rule)."""
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                return False
+            cost = len(encode_basestring_ascii(item)) + 1
+            if cost > self.left:
+                return False
+            self.left -= cost
+            return True
+        if item is None or kind is bool or (kind is int and -MAX_SAFE_INT <= item <= MAX_SAFE_INT):
+            self.left -= _SCALAR_COST
+            return True
+        return False
 
 
 def _shown(path: _Path) -> str:

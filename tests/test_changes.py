@@ -293,3 +293,45 @@ def test_the_merger_keeps_an_empty_replacement() -> None:
     merger.add(Change(tools=["a"], messages=[{"role": "user", "content": "x"}]))
     merger.add(Change(tools=[], messages=[]))
     assert merger.result() == Change(tools=[], messages=[])
+
+
+plain_texts = st.text(max_size=6) | st.sampled_from(["", " ", "a\ud800", "é", "\n"])
+plain_answers = st.dictionaries(
+    st.sampled_from(["block", "answer", "question", "notice", "messages"]),
+    plain_texts
+    | st.lists(plain_texts, max_size=2)
+    | st.lists(
+        st.fixed_dictionaries(
+            {"role": st.sampled_from(["system", "user", "tool"]), "content": plain_texts}
+        ),
+        max_size=2,
+    ),
+    max_size=3,
+)
+
+
+def _checked_in_full(point: Point, data: dict[str, Any]) -> Change | str:
+    from engine import changes
+
+    try:
+        return changes.parse_change(point, dict(data), hook="h")
+    except PluginError as exc:
+        return str(exc)
+
+
+@settings(max_examples=400)
+@given(plain_answers)
+def test_the_plain_answer_check_agrees_with_the_full_check(data: dict[str, Any]) -> None:
+    from engine import changes
+
+    point = Point.BEFORE_USER_MESSAGE
+    fast = changes._plain_change(point, data)
+    if fast is None:
+        return  # the full check decides
+    original = changes._plain_change
+    try:
+        changes._plain_change = lambda p, d: None  # type: ignore[assignment]
+        full = _checked_in_full(point, data)
+    finally:
+        changes._plain_change = original
+    assert fast == full
