@@ -67,10 +67,16 @@ class Change:
 
     def as_data(self) -> dict[str, Any]:
         """The change as JSON data with only the fields it sets."""
+        return {name: value for name, value in self.given().items() if value != []}
+
+    def given(self) -> dict[str, Any]:
+        """The fields that change something: not None, and for those that add up, not
+        empty (an empty ``tools`` or ``result`` still replaces). ``merge`` and ``apply``
+        read only these."""
         return {
             name: value
             for name, value in zip(FIELDS, _values(self), strict=True)
-            if value is not None and value != []
+            if value is not None and (value or name not in ADD_UP)
         }
 
 
@@ -349,14 +355,13 @@ class Merger:
     def block(self) -> str | None:
         return self.values.get("block")
 
-    def add(self, change: Change) -> None:
-        """Merge ``change`` after the ones before it (nothing after a block)."""
+    def add(self, change: Change, given: dict[str, Any] | None = None) -> None:
+        """Merge ``change`` after the ones before it (nothing after a block). ``given``:
+        ``change.given()``, when the caller has it already."""
         values = self.values
         if "block" in values or change is EMPTY:
             return
-        for name, value in zip(FIELDS, _values(change), strict=True):
-            if value is None or (not value and name in ADD_UP):
-                continue
+        for name, value in (change.given() if given is None else given).items():
             earlier = values.get(name)
             if earlier is None or name in _REPLACED:
                 values[name] = value
@@ -392,18 +397,22 @@ def _merge_messages(point: Point, first: Any, second: Any) -> Any:
     return second if second is not None else first
 
 
-def apply(point: Point, event: dict[str, Any], change: Change) -> dict[str, Any]:
+def apply(
+    point: Point, event: dict[str, Any], change: Change, given: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The event as a later hook sees it once ``change`` is applied (a new dict).
 
     The copy is shallow: hooks get the event read-only (scripts get a JSON copy in their
-    worker), and replaced values are copied from the change.
+    worker), and replaced values are copied from the change. ``given``: ``change.given()``,
+    when the caller has it already.
     """
     if change is EMPTY:
         return event
+    if given is None:
+        given = change.given()
     updates: dict[str, Any] = {}
-    for name in VIEW_FIELDS:
-        value = getattr(change, name)
-        if value is not None and name in event:
+    for name, value in given.items():
+        if name in _VIEW and name in event:
             updates[name] = {**event[name], **value} if name == "settings" else copy.deepcopy(value)
     if point is Point.BEFORE_CALL and change.messages is not None:
         updates["messages"] = copy.deepcopy(change.messages)
@@ -414,6 +423,7 @@ def apply(point: Point, event: dict[str, Any], change: Change) -> dict[str, Any]
 
 
 VIEW_FIELDS = ("question", "instruction", "tools", "input", "result", "settings")
+_VIEW = frozenset(VIEW_FIELDS)
 
 
 def join_answer(answer: str, appended: list[str]) -> str:

@@ -234,14 +234,15 @@ class _Run:
             self.out_events += ctx.events
         if answer is EMPTY:  # the common answer of a guard: nothing to record or fold
             return
-        data = answer.as_data()
+        given = answer.given()
+        data = given if [] not in given.values() else answer.as_data()
         run.change = data or None
         if hook.mode is Mode.SHADOW:
             if data:
-                self.shadow.append({"hook": hook.name, "change": answer.as_data()})
+                self.shadow.append({"hook": hook.name, "change": dict(data)})
             return
-        self.merger.add(answer)
-        self.seen = apply(self.point, self.seen, answer)
+        self.merger.add(answer, given)
+        self.seen = apply(self.point, self.seen, answer, given)
         self.stopped = self.merger.block is not None
 
     def finish(self) -> Outcome:
