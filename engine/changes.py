@@ -73,9 +73,15 @@ class Change:
         """The fields that change something: not None, and for those that add up, not
         empty (an empty ``tools`` or ``result`` still replaces). ``merge`` and ``apply``
         read only these."""
+        values = _values(self)
+        truthy = dict(filter(_second, zip(FIELDS, values, strict=True)))
+        empty = (self.notice == []) + (self.sections == []) + (self.append == [])
+        unset = values.count(None) + empty
+        if len(truthy) + unset == len(FIELDS):  # no falsy value that changes something
+            return truthy
         return {
             name: value
-            for name, value in zip(FIELDS, _values(self), strict=True)
+            for name, value in zip(FIELDS, values, strict=True)
             if value is not None and (value or name not in ADD_UP)
         }
 
@@ -84,6 +90,7 @@ EMPTY = Change()
 FIELDS = tuple(f.name for f in fields(Change))
 _values = operator.attrgetter(*FIELDS)
 """All of a change's fields as a tuple, in FIELDS order (one C call)."""
+_second = operator.itemgetter(1)
 
 
 _FIELD_TYPES: dict[str, Any] = {

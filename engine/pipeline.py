@@ -50,21 +50,29 @@ class Pipeline:
     generation: int = 0
     records: RecordsSettings = field(default_factory=RecordsSettings)
     by_point: Mapping[Point, tuple[Slot, ...]] = field(init=False)
-    batched: Mapping[Point, tuple[bool, ...]] = field(init=False)
-    """Per point, per slot: whether the hook runs in script batches (``prepare_call``)."""
+    runs_as: Mapping[Point, tuple[int, ...]] = field(init=False)
+    """Per point, per slot: how the hook runs (``INLINE``, ``BLOCKING`` or ``BATCHED``)."""
 
     def __post_init__(self) -> None:
         table = {p: tuple(s for s in self.slots if p in s.hook.points) for p in Point}
         object.__setattr__(self, "by_point", table)
-        batched = {
-            p: tuple(callable(getattr(s.hook, "prepare_call", None)) for s in slots)
-            for p, slots in table.items()
-        }
-        object.__setattr__(self, "batched", batched)
+        runs_as = {p: tuple(_runs_as(s.hook) for s in slots) for p, slots in table.items()}
+        object.__setattr__(self, "runs_as", runs_as)
 
     def close(self) -> None:
         for slot in self.slots:
             slot.hook.close()
+
+
+INLINE, BLOCKING, BATCHED = 0, 1, 2
+"""How a hook runs: called in place; in a thread under the async driver (``blocks``: it may
+wait on I/O); in script batches (``prepare_call``, engine/kinds/script_hook.py)."""
+
+
+def _runs_as(hook: Hook) -> int:
+    if callable(getattr(hook, "prepare_call", None)):
+        return BATCHED
+    return BLOCKING if getattr(hook, "blocks", False) else INLINE
 
 
 @dataclass
@@ -270,21 +278,23 @@ def _evaluation(
     Consecutive script hooks of one pool go as one batch; a built-in hook between two
     script hooks splits it (it must see the event as the scripts before it changed it)."""
     run = _Run(pipeline, point, event, services, replay)
-    slots, batched = pipeline.by_point[point], pipeline.batched[point]
+    slots, runs_as = pipeline.by_point[point], pipeline.runs_as[point]
     i = 0
     while i < len(slots):
+        how = runs_as[i]
         if run.stopped:
             run.skip(slots[i])
-            i += 1
-        elif batched[i]:
+        elif how == INLINE:
+            _built_in(run, slots[i])
+        elif how == BLOCKING:
+            yield from _blocking(run, slots[i])
+        else:
             end = i + 1
-            while end < len(slots) and batched[end] and _same_pool(slots[i], slots[end]):
+            while end < len(slots) and runs_as[end] == BATCHED and _same_pool(slots[i], slots[end]):
                 end += 1
             yield from _script_hooks(run, slots[i:end])
-            i = end
-        else:
-            yield from _built_in(run, slots[i])
-            i += 1
+            i = end - 1
+        i += 1
     return run.finish()
 
 
@@ -292,14 +302,19 @@ def _same_pool(a: Slot, b: Slot) -> bool:
     return getattr(a.hook, "pool", None) is getattr(b.hook, "pool", None)
 
 
-def _built_in(run: _Run, slot: Slot) -> Generator[Step, Any, None]:
+def _built_in(run: _Run, slot: Slot) -> None:
     hook = slot.hook
     ctx = run.context(hook)
     started = time.perf_counter()
-    if getattr(hook, "blocks", False):
-        answer = yield Blocking(partial(_attempt, hook, run.point, run.seen, ctx))
-    else:
-        answer = _attempt(hook, run.point, run.seen, ctx)
+    answer = _attempt(hook, run.point, run.seen, ctx)
+    run.settle(slot, ctx, answer, (time.perf_counter() - started) * 1000)
+
+
+def _blocking(run: _Run, slot: Slot) -> Generator[Step, Any, None]:
+    hook = slot.hook
+    ctx = run.context(hook)
+    started = time.perf_counter()
+    answer = yield Blocking(partial(_attempt, hook, run.point, run.seen, ctx))
     run.settle(slot, ctx, answer, (time.perf_counter() - started) * 1000)
 
 
@@ -501,7 +516,7 @@ def _run_of(slot: Slot, status: str, elapsed: float, ctx: HookContext | None = N
         hook.name,
         hook.kind,
         hook.version,
-        hook.mode.value,
+        str(hook.mode),  # the plain text of the enum member: records hold plain JSON
         slot.layer,
         status,
         round(elapsed, 4),

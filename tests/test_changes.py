@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.changes import EMPTY, Change, Merger, apply, merge, parse_change
+from engine.changes import ADD_UP, EMPTY, FIELDS, Change, Merger, apply, merge, parse_change
 from engine.errors import PluginError
 from engine.points import ACCEPTED, Point
 
@@ -335,3 +335,20 @@ def test_the_plain_answer_check_agrees_with_the_full_check(data: dict[str, Any])
     finally:
         changes._plain_change = original
     assert fast == full
+
+
+@settings(max_examples=300)
+@given(changes_at_call | changes_at_answer | changes_at_user_message)
+def test_given_holds_exactly_the_fields_that_change_something(change: Change) -> None:
+    expected = {
+        name: getattr(change, name)
+        for name in FIELDS
+        if getattr(change, name) is not None and (getattr(change, name) or name not in ADD_UP)
+    }
+    assert change.given() == expected
+    assert Change(tools=[], result=0, instruction="", settings={}).given() == {
+        "tools": [],
+        "result": 0,
+        "instruction": "",
+        "settings": {},
+    }
