@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from engine.batches import Batch, script_hooks
 from engine.changes import EMPTY, Change, Merger, apply, join_answer, merge, parse_change
 from engine.config.models import RecordsSettings
 from engine.errors import InputError, PluginError, ScriptError, StoreError
@@ -95,25 +96,12 @@ class Services:
         return memo
 
 
-class _Failure(Exception):
+class Failure(Exception):
+    """A hook's failure as the pipeline records it: the message and its cause."""
+
     def __init__(self, message: str, cause: str) -> None:
         super().__init__(message)
         self.cause = cause
-
-
-@dataclass(slots=True)
-class Batch:
-    """A step of an evaluation: run these script calls in one worker round trip.
-
-    ``runner`` (the first hook of the batch) sends them: ``send_batch`` for the sync driver,
-    ``asend_batch`` for the async one. The answer is the list of results (possibly shorter
-    than ``calls``: see engine/sandbox/workerpool.py ``call_batch``), or the exception the
-    send raised."""
-
-    runner: Any
-    point: str
-    event: dict[str, Any]
-    calls: list[Any]
 
 
 @dataclass(slots=True)
@@ -121,7 +109,7 @@ class Blocking:
     """A step of an evaluation: a built-in hook that may wait on I/O (a store, an LLM).
     ``run()`` never raises; the async driver runs it in a thread, off the event loop."""
 
-    run: Callable[[], Change | _Failure]
+    run: Callable[[], Change | Failure]
 
 
 Step = Batch | Blocking
@@ -182,7 +170,7 @@ def _sent(step: Batch) -> Any:
         return exc
 
 
-class _Run:
+class Run:
     """One evaluation in progress: the changes folded so far, and what each hook did."""
 
     def __init__(
@@ -216,15 +204,19 @@ class _Run:
             replay=None if replay is None else replay.get(hook.name, {}),
         )
 
+    @staticmethod
+    def failure(exc: BaseException) -> Failure:
+        return _failure(exc)
+
     def skip(self, slot: Slot) -> None:
         self.runs.append(_run_of(slot, "skipped", 0.0))
 
     def settle(
-        self, slot: Slot, ctx: HookContext, answer: Change | _Failure, elapsed: float
+        self, slot: Slot, ctx: HookContext, answer: Change | Failure, elapsed: float
     ) -> None:
         """Take one hook's change (or failure) into the evaluation, by the error policy."""
         hook = slot.hook
-        if isinstance(answer, _Failure):
+        if isinstance(answer, Failure):
             run = _run_of(slot, "failed", elapsed, ctx)
             self.runs.append(run)
             run.error, run.cause = str(answer), answer.cause
@@ -277,7 +269,7 @@ def _evaluation(
 
     Consecutive script hooks of one pool go as one batch; a built-in hook between two
     script hooks splits it (it must see the event as the scripts before it changed it)."""
-    run = _Run(pipeline, point, event, services, replay)
+    run = Run(pipeline, point, event, services, replay)
     slots, runs_as = pipeline.by_point[point], pipeline.runs_as[point]
     i = 0
     while i < len(slots):
@@ -292,7 +284,7 @@ def _evaluation(
             end = i + 1
             while end < len(slots) and runs_as[end] == BATCHED and _same_pool(slots[i], slots[end]):
                 end += 1
-            yield from _script_hooks(run, slots[i:end])
+            yield from script_hooks(run, slots[i:end])
             i = end - 1
         i += 1
     return run.finish()
@@ -302,7 +294,7 @@ def _same_pool(a: Slot, b: Slot) -> bool:
     return getattr(a.hook, "pool", None) is getattr(b.hook, "pool", None)
 
 
-def _built_in(run: _Run, slot: Slot) -> None:
+def _built_in(run: Run, slot: Slot) -> None:
     hook = slot.hook
     ctx = run.context(hook)
     started = time.perf_counter()
@@ -310,7 +302,7 @@ def _built_in(run: _Run, slot: Slot) -> None:
     run.settle(slot, ctx, answer, (time.perf_counter() - started) * 1000)
 
 
-def _blocking(run: _Run, slot: Slot) -> Generator[Step, Any, None]:
+def _blocking(run: Run, slot: Slot) -> Generator[Step, Any, None]:
     hook = slot.hook
     ctx = run.context(hook)
     started = time.perf_counter()
@@ -318,9 +310,7 @@ def _blocking(run: _Run, slot: Slot) -> Generator[Step, Any, None]:
     run.settle(slot, ctx, answer, (time.perf_counter() - started) * 1000)
 
 
-def _attempt(
-    hook: Hook, point: Point, event: dict[str, Any], ctx: HookContext
-) -> Change | _Failure:
+def _attempt(hook: Hook, point: Point, event: dict[str, Any], ctx: HookContext) -> Change | Failure:
     """The hook's checked change, or its failure; never raises (but KeyboardInterrupt)."""
     try:
         return parse_change(point, hook.run(point, event, ctx), hook=hook.name, event=event)
@@ -330,136 +320,21 @@ def _attempt(
         return _failure(exc)
 
 
-def _failure(exc: BaseException) -> _Failure:
+def _failure(exc: BaseException) -> Failure:
     """A hook's exception as the pipeline records it (the exception kept as its cause)."""
     if isinstance(exc, ScriptError):
-        failure = _Failure(f"{type(exc).__name__}: {exc}", exc.cause)
+        failure = Failure(f"{type(exc).__name__}: {exc}", exc.cause)
     elif isinstance(exc, PluginError):
-        failure = _Failure(f"PluginError: {exc}", "plugin")
+        failure = Failure(f"PluginError: {exc}", "plugin")
     elif isinstance(exc, StoreError):
-        failure = _Failure(f"StoreError: {exc}", "store")
+        failure = Failure(f"StoreError: {exc}", "store")
     else:
-        failure = _Failure(f"{type(exc).__name__}: {exc}", "error")
+        failure = Failure(f"{type(exc).__name__}: {exc}", "error")
     failure.__cause__ = exc
     return failure
 
 
-@dataclass(slots=True)
-class _Prepared:
-    """A script hook's call, ready to go in a batch."""
-
-    slot: Slot
-    ctx: HookContext
-    call: Any
-    ms: float
-    """Host time spent on it so far (state load, the call's making)."""
-
-
-def _script_hooks(run: _Run, slots: tuple[Slot, ...]) -> Generator[Step, Any, None]:
-    """Run consecutive script hooks in as few batches as the answers allow.
-
-    The worker applies each raw answer for the next call (engine/sandbox/effects.py); the
-    host checks each answer. Where the host's event differs from the worker's (an answer
-    refused or normalised by the check, a failure the error policy lets pass), or where the
-    worker stopped (a block, an error) and the chain goes on, the rest goes again as a new
-    batch with the host's event."""
-    left = list(slots)
-    while left and not run.stopped:
-        prepared, failed = _prepare(run, left)
-        if prepared:
-            started = time.perf_counter()
-            answer = yield Batch(
-                prepared[0].slot.hook, run.name, run.seen, [p.call for p in prepared]
-            )
-            trip_ms = (time.perf_counter() - started) * 1000
-            done = _take_results(run, prepared, answer, trip_ms)
-            left = left[done:]
-            if done < len(prepared):
-                continue
-        if failed is not None and not run.stopped:  # its state could not be loaded
-            run.settle(left[0], failed[0], failed[1], failed[2])
-            left = left[1:]
-    for slot in left:
-        run.skip(slot)
-
-
-def _prepare(
-    run: _Run, slots: list[Slot]
-) -> tuple[list[_Prepared], tuple[HookContext, _Failure, float] | None]:
-    """The calls of ``slots`` up to the first that cannot be made (and that one's failure)."""
-    prepared: list[_Prepared] = []
-    for slot in slots:
-        ctx = run.context(slot.hook)
-        started = time.perf_counter()
-        try:
-            call = slot.hook.prepare_call(run.point, run.seen, ctx)  # type: ignore[attr-defined]
-        except Exception as exc:  # noqa: BLE001 - the error policy decides
-            return prepared, (ctx, _failure(exc), (time.perf_counter() - started) * 1000)
-        prepared.append(_Prepared(slot, ctx, call, (time.perf_counter() - started) * 1000))
-    return prepared, None
-
-
-def _take_results(run: _Run, prepared: list[_Prepared], answer: Any, trip_ms: float) -> int:
-    """Settle the hooks a batch answered, in order; return how many it settled.
-
-    Stops early where the worker's event (the raw answers applied) is no longer the host's:
-    the caller sends the rest again. A hook's time is the host's own work for it plus the
-    worker's ``duration_ms``, plus an equal share of the rest of the round trip (encoding,
-    the pipe, wake-ups); a batch that ended in an error gives that rest to the failed call.
-    """
-    if isinstance(answer, BaseException) or not answer:
-        failure = _failure(answer if isinstance(answer, BaseException) else _NoAnswer())
-        first = prepared[0]
-        run.settle(first.slot, first.ctx, failure, first.ms + trip_ms)
-        return 1
-    failed = isinstance(answer[-1], BaseException)
-    worked = [r.duration_ms for r in (answer[:-1] if failed else answer)]
-    rest = max(trip_ms - sum(worked), 0.0)
-    share = 0.0 if failed else rest / len(answer)
-    view: dict[str, Any] | None = run.seen
-    for n, result in enumerate(answer):
-        if run.stopped or (view is not run.seen and view != run.seen):
-            return n
-        item = prepared[n]
-        started = time.perf_counter()
-        change = _finished(run, item, result)
-        own = (time.perf_counter() - started) * 1000 + item.ms
-        run.settle(
-            item.slot, item.ctx, change, own + (worked[n] + share if n < len(worked) else rest)
-        )
-        if n < len(worked) and item.call.apply and view is not None:
-            view = _apply_raw()(run.name, view, result.value)
-    return len(answer)
-
-
-_APPLY_RAW: list[Callable[[str, dict[str, Any], Any], dict[str, Any] | None]] = []
-
-
-def _apply_raw() -> Callable[[str, dict[str, Any], Any], dict[str, Any] | None]:
-    """engine/sandbox/effects.py ``apply_raw``, imported on first use: an engine without
-    script hooks never loads the sandbox."""
-    if not _APPLY_RAW:
-        from engine.sandbox.effects import apply_raw
-
-        _APPLY_RAW.append(apply_raw)
-    return _APPLY_RAW[0]
-
-
-class _NoAnswer(Exception):
-    def __init__(self) -> None:
-        super().__init__("the worker answered no result for the batch")
-
-
-def _finished(run: _Run, item: _Prepared, result: Any) -> Change | _Failure:
-    try:
-        return item.slot.hook.finish_call(run.point, run.seen, item.ctx, result)  # type: ignore[attr-defined]
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        return _failure(exc)
-
-
-def _refusal(point: Point, hook: Hook, error: _Failure) -> tuple[str, Change] | None:
+def _refusal(point: Point, hook: Hook, error: Failure) -> tuple[str, Change] | None:
     """The change a failure makes at ``point`` (None: the hook is neutral)."""
     if point is Point.TOOL_CALL:
         return hook.name, fail_closed(
