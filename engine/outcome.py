@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import operator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -88,13 +89,13 @@ class Outcome:
     def decision(self) -> dict[str, Any]:
         """What the outcome decided, without timings or ids: replay compares these."""
         # shallow copies: the host owns the outcome and may change its lists afterwards
-        data = {}
-        for key in DECISION_FIELDS:
-            value = getattr(self, key)
-            kind = type(value)
-            if kind is list or kind is dict:
-                value = value.copy()
+        data = dict(zip(DECISION_FIELDS, _decided(self), strict=True))
+        for key, value in data.items():
+            if type(value) is list or type(value) is dict:
+                data[key] = value.copy()
             elif isinstance(value, (list, dict)):
-                value = copy.copy(value)
-            data[key] = value
+                data[key] = copy.copy(value)
         return data
+
+
+_decided = operator.attrgetter(*DECISION_FIELDS)
