@@ -99,7 +99,7 @@ def _take_results(run: Run, prepared: list[_Prepared], answer: Any, trip_ms: flo
         run.settle(first.slot, first.ctx, failure, first.ms + trip_ms)
         return 1
     failed = isinstance(answer[-1], BaseException)
-    worked = [r.duration_ms for r in (answer[:-1] if failed else answer)]
+    worked = [getattr(r, "duration_ms", 0.0) for r in (answer[:-1] if failed else answer)]
     rest = max(trip_ms - sum(worked), 0.0)
     share = 0.0 if failed else rest / len(answer)
     view: dict[str, Any] | None = run.seen
@@ -113,7 +113,9 @@ def _take_results(run: Run, prepared: list[_Prepared], answer: Any, trip_ms: flo
         run.settle(
             item.slot, item.ctx, change, own + (worked[n] + share if n < len(worked) else rest)
         )
-        if n < len(worked) and item.call.apply and view is not None:
+        if isinstance(result, BaseException):  # only the last may be: nothing ran after it
+            return n + 1
+        if n + 1 < len(answer) and item.call.apply and view is not None:  # the next one's
             view = _apply_raw()(run.name, view, result.value)
     return len(answer)
 
