@@ -79,7 +79,9 @@ def _prepare(
         started = time.perf_counter()
         try:
             call = slot.hook.prepare_call(run.point, run.seen, ctx)  # type: ignore[attr-defined]
-        except Exception as exc:  # noqa: BLE001 - the error policy decides
+        except BaseException as exc:  # the error policy decides, as for any hook
+            if isinstance(exc, KeyboardInterrupt):
+                raise
             return prepared, (ctx, run.failure(exc), (time.perf_counter() - started) * 1000)
         prepared.append(_Prepared(slot, ctx, call, (time.perf_counter() - started) * 1000))
     return prepared, None

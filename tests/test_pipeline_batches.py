@@ -378,3 +378,26 @@ def test_ten_real_script_hooks_decide_as_in_a_chain(
     assert trips == ([10] if with_batches else [])
     again = asyncio.run(agent.atool_call("t", {"n": 0}, user_id="u1"))
     assert again.input == {"n": 10} and again.notices == out.notices
+
+
+def test_a_script_hook_whose_state_cannot_be_loaded_fails_alone(services: Services) -> None:
+    from engine.errors import StoreError
+
+    class NoState(FakeScriptHook):
+        def prepare_call(self, point: Point, event: dict[str, Any], ctx: HookContext) -> FakeCall:
+            raise StoreError("the store is down")
+
+    pool = FakePool()
+    first = FakeScriptHook("first", counting, pool)
+    broken = NoState("broken", counting, pool, on_error=OnError.IGNORE)
+    last = FakeScriptHook("last", counting, pool)
+    out = run(pipeline(first, broken, last), Point.TOOL_CALL, services)
+    assert [r.status for r in out.hooks] == ["decided", "failed", "skipped"]
+    assert out.hooks[1].cause == "store" and out.blocked
+    assert pool.trips == [["first"]]
+    ev = event(Point.BEFORE_USER_MESSAGE)
+    mild = [FakeScriptHook("a", noting("a"), pool), NoState("b", noting("b"), pool,
+            on_error=OnError.IGNORE), FakeScriptHook("c", noting("c"), pool)]  # fmt: skip
+    out = evaluate(pipeline(*mild), Point.BEFORE_USER_MESSAGE, ev, services)
+    assert [r.status for r in out.hooks] == ["decided", "failed", "decided"]
+    assert pool.trips[-2:] == [["a"], ["c"]]
