@@ -48,8 +48,7 @@ def write_config(root: Path) -> Path:
             for i, name in enumerate(names):
                 source = "".join(f"  {line}\n" for line in text.format(i=i).splitlines())
                 (folder / f"{name}.yaml").write_text(
-                    f"kind: script_hook\nname: {name}\nlanguage: {language}\n"
-                    f"source: |\n{source}"
+                    f"kind: script_hook\nname: {name}\nlanguage: {language}\nsource: |\n{source}"
                 )
     return config
 
