@@ -401,3 +401,29 @@ def test_a_script_hook_whose_state_cannot_be_loaded_fails_alone(services: Servic
     out = evaluate(pipeline(*mild), Point.BEFORE_USER_MESSAGE, ev, services)
     assert [r.status for r in out.hooks] == ["decided", "failed", "decided"]
     assert pool.trips[-2:] == [["a"], ["c"]]
+
+
+def test_the_async_driver_runs_only_blocking_hooks_in_a_thread(services: Services) -> None:
+    threads: dict[str, int] = {}
+
+    def note(name: str) -> Callable[[Point, dict[str, Any], HookContext], Any]:
+        return lambda p, e, c: threads.setdefault(name, threading.get_ident()) and None
+
+    inline = FakeHook("inline", note("inline"))
+    waits = FakeHook("waits", note("waits"))
+    waits.blocks = True  # type: ignore[attr-defined]  # as memory and faq_cache declare
+    ev = event(Point.TOOL_CALL)
+    out = asyncio.run(aevaluate(pipeline(inline, waits), Point.TOOL_CALL, ev, services))
+    assert [r.status for r in out.hooks] == ["decided", "decided"]
+    assert threads["inline"] == threading.get_ident()
+    assert threads["waits"] != threading.get_ident()
+
+
+def test_the_kinds_that_wait_on_a_store_or_an_llm_say_so() -> None:
+    from engine.kinds.escalate import EscalateHook
+    from engine.kinds.faq_cache import FaqCacheHook
+    from engine.kinds.inject import InjectHook
+    from engine.kinds.memory import MemoryHook
+
+    assert MemoryHook.blocks and FaqCacheHook.blocks
+    assert not InjectHook.blocks and not EscalateHook.blocks
