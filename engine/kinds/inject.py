@@ -39,6 +39,8 @@ class InjectHook(SpecHook):
             for m in self.config.messages
         ]
         self.notice = [no_lone_surrogates(self.config.notice)] if self.config.notice else []
+        self.fixed_chars = sum(len(text) for _, text, _ in self.texts)
+        self.questions = sum(n for _, _, n in self.texts)
 
     def run(self, point: Point, event: dict[str, Any], ctx: HookContext) -> Any:
         limit = self.config.first_n
@@ -47,8 +49,9 @@ class InjectHook(SpecHook):
             if seen > limit:
                 return None
         question = event["question"]
-        size = sum(len(text) + n * len(question) for _, text, n in self.texts)
-        if size > CHECKED_CHARS or type(question) is not str:
+        if type(question) is not str or (
+            self.fixed_chars + self.questions * len(question) > CHECKED_CHARS
+        ):
             return self._unchecked(question)
         messages = [
             {"role": role, "content": text.replace(QUESTION, question) if n else text}
