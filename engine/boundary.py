@@ -111,7 +111,7 @@ class _Walk:
 
     def text(self, value: str) -> str:
         if not value.isascii():
-            value = _no_lone_surrogates(value)
+            value = no_lone_surrogates(value)
         cost = len(encode_basestring_ascii(value)) + 1
         if cost <= self.left:
             self.left -= cost
@@ -135,14 +135,17 @@ class _Walk:
                     what = f"a key of type {type(key).__name__} is not JSON (keys are text)"
                     self.refuse(path, what)
                     continue
-                key = _no_lone_surrogates(str.__str__(key))
+                key = no_lone_surrogates(str.__str__(key))
             cost = len(encode_basestring_ascii(key)) + 1
             if cost >= self.left and depth:  # a key is never cut: the mapping ends here
                 # (the event's own fields are all kept: their values are cut instead)
                 out[CUT_KEY] = f"{len(value) - n} more keys"
                 break
             self.left -= cost
-            out[key] = self.value(item, (path, key), depth + 1)
+            if not self.plain(item):
+                out[key] = self.value(item, (path, key), depth + 1)
+            else:
+                out[key] = item
         return out
 
     def sequence(self, value: list[Any] | tuple[Any, ...], path: _Path, depth: int) -> list[Any]:
@@ -152,8 +155,25 @@ class _Walk:
             if self.left <= 0:
                 out.append(f"[cut: {len(value) - n} more items]")
                 break
-            out.append(self.value(item, (path, n), depth + 1))
+            out.append(item if self.plain(item) else self.value(item, (path, n), depth + 1))
         return out
+
+    def plain(self, item: Any) -> bool:
+        """Whether ``item`` is kept as it is: ASCII text that fits, None, a bool, a safe int
+        (counted here; ``value`` handles the rest, by the same rule)."""
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                return False
+            cost = len(encode_basestring_ascii(item)) + 1
+            if cost > self.left:
+                return False
+            self.left -= cost
+            return True
+        if item is None or kind is bool or (kind is int and -MAX_SAFE_INT <= item <= MAX_SAFE_INT):
+            self.left -= _SCALAR_COST
+            return True
+        return False
 
 
 def _shown(path: _Path) -> str:
@@ -181,7 +201,7 @@ def _number(value: int | float) -> int | float | str | None:
         return f"[cut: an integer of {value.bit_length()} bits]"
 
 
-def _no_lone_surrogates(text: str) -> str:
+def no_lone_surrogates(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

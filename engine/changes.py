@@ -17,22 +17,29 @@ from __future__ import annotations
 
 import copy
 import json
+import operator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
-from engine.boundary import normalize_value
+from engine.boundary import no_lone_surrogates, normalize_value
 from engine.errors import PluginError
 from engine.points import ACCEPTED, Message, Point
 
 ADD_UP = ("notice", "sections", "append")
 REPLACE = ("question", "instruction", "tools", "input", "answer", "result")
+_REPLACED = frozenset(REPLACE) | {"block"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Change:
-    """A hook's answer at one point; every field optional, ``None`` meaning "no change"."""
+    """A hook's answer at one point; every field optional, ``None`` meaning "no change".
+
+    A value: never changed once made (records, shadow lists and the merge share its parts).
+    Not ``frozen=True`` only because a frozen dataclass sets each field through
+    ``object.__setattr__``, which made a Change cost five times as much to build; one is
+    built per hook per evaluation."""
 
     block: str | None = None
     """Refuse: the reason shown to the user or the model. The first block ends the chain."""
@@ -65,11 +72,30 @@ class Change:
 
     def as_data(self) -> dict[str, Any]:
         """The change as JSON data with only the fields it sets."""
-        return {name: value for name in FIELDS if (value := getattr(self, name)) not in (None, [])}
+        return {name: value for name, value in self.given().items() if value != []}
+
+    def given(self) -> dict[str, Any]:
+        """The fields that change something: not None, and for those that add up, not
+        empty (an empty ``tools`` or ``result`` still replaces). ``merge`` and ``apply``
+        read only these."""
+        values = _values(self)
+        truthy = dict(filter(_second, zip(FIELDS, values, strict=True)))
+        empty = (self.notice == []) + (self.sections == []) + (self.append == [])
+        unset = values.count(None) + empty
+        if len(truthy) + unset == len(FIELDS):  # no falsy value that changes something
+            return truthy
+        return {
+            name: value
+            for name, value in zip(FIELDS, values, strict=True)
+            if value is not None and (value or name not in ADD_UP)
+        }
 
 
 EMPTY = Change()
 FIELDS = tuple(f.name for f in fields(Change))
+_values = operator.attrgetter(*FIELDS)
+"""All of a change's fields as a tuple, in FIELDS order (one C call)."""
+_second = operator.itemgetter(1)
 
 
 _FIELD_TYPES: dict[str, Any] = {
@@ -121,6 +147,10 @@ def parse_change(
     """
     if data is None:
         return EMPTY
+    if type(data) is dict:
+        fast = _plain_change(point, data)
+        if fast is not None:
+            return fast
     if isinstance(data, Change):
         return data
     if not isinstance(data, dict):
@@ -154,6 +184,68 @@ def parse_change(
     if change.tools is not None and event is not None:
         _check_subset(change.tools, event.get("tools", []), hook, point)
     return change
+
+
+_TEXT = frozenset({"block", "answer", "question", "instruction"})
+_TEXTS = frozenset(ADD_UP)
+_ROLES = frozenset({"system", "user", "assistant"})
+_PLAIN_CHARS = 300_000
+"""Up to this many characters of text in one change, no text can meet the size cap of
+``normalize_value`` (6 bytes per escaped character at most, 2 MB): the walk would change
+nothing but lone surrogates, so the common answer is checked without it."""
+
+
+def _plain_change(point: Point, data: dict[str, Any]) -> Change | None:
+    """The Change of a plain answer (texts, lists of texts, injected messages), checked by
+    direct type tests: the result ``parse_change``'s full walk would give. None for anything
+    else (other fields or types, a blank text, a big answer): the full check then decides and
+    names the problem."""
+    if not data:
+        return EMPTY
+    accepted, size = ACCEPTED[point], 0
+    out: dict[str, Any] = {}
+    for name, value in data.items():
+        if name not in accepted:
+            return None
+        if name in _TEXT:
+            if type(value) is not str or (name in NON_BLANK and not value.strip()):
+                return None
+            size += len(value)
+            out[name] = _plain_text(value)
+        elif name in _TEXTS:
+            texts = [value] if type(value) is str else value
+            if type(texts) is not list or any(type(t) is not str for t in texts):
+                return None
+            size += sum(map(len, texts))
+            out[name] = [_plain_text(t) for t in texts]
+        elif name == "messages" and point is Point.BEFORE_USER_MESSAGE:
+            messages = _plain_messages(value)
+            if messages is None:
+                return None
+            size += sum(len(m["content"]) for m in messages)
+            out[name] = messages
+        else:
+            return None
+    return Change(**out) if size <= _PLAIN_CHARS else None
+
+
+def _plain_text(text: str) -> str:
+    return text if text.isascii() else no_lone_surrogates(text)
+
+
+def _plain_messages(value: Any) -> list[dict[str, Any]] | None:
+    """Injected messages as ``Message`` dumps them, or None when one needs the full check."""
+    if type(value) is not list:
+        return None
+    out = []
+    for m in value:
+        if type(m) is not dict or len(m) != 2:
+            return None
+        role, content = m.get("role"), m.get("content")
+        if type(role) is not str or role not in _ROLES or type(content) is not str:
+            return None
+        out.append({"role": role, "content": _plain_text(content)})
+    return out
 
 
 NON_BLANK = ("block", "answer", "question")
@@ -233,24 +325,82 @@ def _canonical(value: Any) -> str:
 
 def merge(point: Point, first: Change, second: Change) -> Change:
     """Combine two changes at ``point`` as if ``second`` came after ``first``."""
-    if first.block is not None:
+    if first.block is not None or second is EMPTY:
         return first
-    if second.is_empty():
-        return first
-    if first.is_empty():
+    if first is EMPTY:
         return second
-    out: dict[str, Any] = {"block": second.block}
-    for name in REPLACE:
-        later = getattr(second, name)
-        out[name] = later if later is not None else getattr(first, name)
-    for name in ADD_UP:
-        out[name] = [*getattr(first, name), *getattr(second, name)]
+    out: dict[str, Any] = {}
+    for name in FIELDS:  # only the fields either change sets: most set one or two
+        earlier, later = getattr(first, name), getattr(second, name)
+        if later is None or (not later and name in ADD_UP):  # unset: None, or no texts
+            if earlier is not None and (earlier or name not in ADD_UP):
+                out[name] = earlier
+        elif earlier is None or name in _REPLACED:
+            out[name] = later
+        elif name in ADD_UP:
+            out[name] = [*earlier, *later]
+        elif name == "settings":
+            out[name] = {**earlier, **later}
+        else:  # messages: add up at before_user_message, replaced at before_call
+            out[name] = _merge_messages(point, earlier, later)
     if second.answer is not None:
-        out["append"] = list(second.append)
-    if first.settings is not None or second.settings is not None:
-        out["settings"] = {**(first.settings or {}), **(second.settings or {})}
-    out["messages"] = _merge_messages(point, first.messages, second.messages)
-    return Change(**out)
+        out.pop("append", None)
+        if second.append:
+            out["append"] = list(second.append)
+    return Change(**out) if out else EMPTY
+
+
+class Merger:
+    """The fold of a point's changes by ``merge``, kept in one place: each change adds its
+    set fields, and lists that add up grow in place instead of being rebuilt per hook.
+    ``result()`` is ``merge(...merge(merge(EMPTY, c1), c2)..., cn)``."""
+
+    __slots__ = ("owned", "point", "values")
+
+    def __init__(self, point: Point) -> None:
+        self.point = point
+        self.values: dict[str, Any] = {}
+        self.owned: set[str] = set()
+        """Fields whose list or dict is the merger's own (safe to grow in place)."""
+
+    @property
+    def block(self) -> str | None:
+        return self.values.get("block")
+
+    def add(self, change: Change, given: dict[str, Any] | None = None) -> None:
+        """Merge ``change`` after the ones before it (nothing after a block). ``given``:
+        ``change.given()``, when the caller has it already."""
+        values = self.values
+        if "block" in values or change is EMPTY:
+            return
+        for name, value in (change.given() if given is None else given).items():
+            earlier = values.get(name)
+            if earlier is None or name in _REPLACED:
+                values[name] = value
+                self.owned.discard(name)
+            elif name in ADD_UP or (name == "messages" and self.point is Point.BEFORE_USER_MESSAGE):
+                self._own(name, earlier).extend(value)
+            elif name == "settings":
+                self._own(name, earlier).update(value)
+            else:  # messages at before_call: replaced
+                values[name] = value
+                self.owned.discard(name)
+        if change.answer is not None:  # a replaced answer restarts the appends
+            values.pop("append", None)
+            self.owned.discard("append")
+            if change.append:
+                values["append"] = change.append
+
+    def _own(self, name: str, value: Any) -> Any:
+        if name not in self.owned:
+            value = self.values[name] = value.copy()
+            self.owned.add(name)
+        return value
+
+    def result(self) -> Change:
+        """The merged change (its lists are not grown by later ``add`` calls)."""
+        self.owned.clear()
+        return Change(**self.values) if self.values else EMPTY
 
 
 def _merge_messages(point: Point, first: Any, second: Any) -> Any:
@@ -259,16 +409,22 @@ def _merge_messages(point: Point, first: Any, second: Any) -> Any:
     return second if second is not None else first
 
 
-def apply(point: Point, event: dict[str, Any], change: Change) -> dict[str, Any]:
+def apply(
+    point: Point, event: dict[str, Any], change: Change, given: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The event as a later hook sees it once ``change`` is applied (a new dict).
 
     The copy is shallow: hooks get the event read-only (scripts get a JSON copy in their
-    worker), and replaced values are copied from the change.
+    worker), and replaced values are copied from the change. ``given``: ``change.given()``,
+    when the caller has it already.
     """
+    if change is EMPTY:
+        return event
+    if given is None:
+        given = change.given()
     updates: dict[str, Any] = {}
-    for name in VIEW_FIELDS:
-        value = getattr(change, name)
-        if value is not None and name in event:
+    for name, value in given.items():
+        if name in _VIEW and name in event:
             updates[name] = {**event[name], **value} if name == "settings" else copy.deepcopy(value)
     if point is Point.BEFORE_CALL and change.messages is not None:
         updates["messages"] = copy.deepcopy(change.messages)
@@ -279,6 +435,7 @@ def apply(point: Point, event: dict[str, Any], change: Change) -> dict[str, Any]
 
 
 VIEW_FIELDS = ("question", "instruction", "tools", "input", "result", "settings")
+_VIEW = frozenset(VIEW_FIELDS)
 
 
 def join_answer(answer: str, appended: list[str]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import operator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -88,8 +89,13 @@ class Outcome:
     def decision(self) -> dict[str, Any]:
         """What the outcome decided, without timings or ids: replay compares these."""
         # shallow copies: the host owns the outcome and may change its lists afterwards
-        data = {}
-        for key in DECISION_FIELDS:
-            value = getattr(self, key)
-            data[key] = copy.copy(value) if isinstance(value, (list, dict)) else value
+        data = dict(zip(DECISION_FIELDS, _decided(self), strict=True))
+        for key, value in data.items():
+            if type(value) is list or type(value) is dict:
+                data[key] = value.copy()
+            elif isinstance(value, (list, dict)):
+                data[key] = copy.copy(value)
         return data
+
+
+_decided = operator.attrgetter(*DECISION_FIELDS)

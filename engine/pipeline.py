@@ -7,22 +7,26 @@ immutable snapshot: a reload builds a new one, an evaluation in flight keeps the
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
 
-from engine.changes import EMPTY, Change, apply, join_answer, merge, parse_change
+from engine.batches import Batch, script_hooks
+from engine.changes import EMPTY, Change, Merger, apply, join_answer, merge, parse_change
 from engine.config.models import RecordsSettings
 from engine.errors import InputError, PluginError, ScriptError, StoreError
 from engine.kinds.base import Hook, HookContext, Memo, Mode, OnError
 from engine.outcome import Outcome
 from engine.points import Point, Scope
-from engine.store import Record, Store
+from engine.records import Draft
+from engine.store import Store
 from engine.store.records import HookRun
 
 log = logging.getLogger("engine.pipeline")
@@ -47,14 +51,29 @@ class Pipeline:
     generation: int = 0
     records: RecordsSettings = field(default_factory=RecordsSettings)
     by_point: Mapping[Point, tuple[Slot, ...]] = field(init=False)
+    runs_as: Mapping[Point, tuple[int, ...]] = field(init=False)
+    """Per point, per slot: how the hook runs (``INLINE``, ``BLOCKING`` or ``BATCHED``)."""
 
     def __post_init__(self) -> None:
         table = {p: tuple(s for s in self.slots if p in s.hook.points) for p in Point}
         object.__setattr__(self, "by_point", table)
+        runs_as = {p: tuple(_runs_as(s.hook) for s in slots) for p, slots in table.items()}
+        object.__setattr__(self, "runs_as", runs_as)
 
     def close(self) -> None:
         for slot in self.slots:
             slot.hook.close()
+
+
+INLINE, BLOCKING, BATCHED = 0, 1, 2
+"""How a hook runs: called in place; in a thread under the async driver (``blocks``: it may
+wait on I/O); in script batches (``prepare_call``, engine/kinds/script_hook.py)."""
+
+
+def _runs_as(hook: Hook) -> int:
+    if callable(getattr(hook, "prepare_call", None)):
+        return BATCHED
+    return BLOCKING if getattr(hook, "blocks", False) else INLINE
 
 
 @dataclass
@@ -63,14 +82,37 @@ class Services:
 
     store: Store
     memo_for: Callable[[str, str], Memo]
-    submit: Callable[[Record, list[str]], None] | None = None
-    """Hands a finished record to the writer; None: records are not written."""
+    submit: Callable[[Draft, list[str]], None] | None = None
+    """Hands a record's raw parts to the writer, which builds it (engine/records.py);
+    None: records are not written."""
+    memos: dict[tuple[str, str], Memo] = field(default_factory=dict, repr=False)
+    """``memo_for``'s answers, kept: a hook's memo is the same for the engine's life."""
+
+    def memo(self, agent: str, hook: str) -> Memo:
+        """The memo of ``hook`` in ``agent`` (``memo_for``, asked once per pair)."""
+        memo = self.memos.get((agent, hook))
+        if memo is None:
+            memo = self.memos.setdefault((agent, hook), self.memo_for(agent, hook))
+        return memo
 
 
-class _Failure(Exception):
+class Failure(Exception):
+    """A hook's failure as the pipeline records it: the message and its cause."""
+
     def __init__(self, message: str, cause: str) -> None:
         super().__init__(message)
         self.cause = cause
+
+
+@dataclass(slots=True)
+class Blocking:
+    """A step of an evaluation: a built-in hook that may wait on I/O (a store, an LLM).
+    ``run()`` never raises; the async driver runs it in a thread, off the event loop."""
+
+    run: Callable[[], Change | Failure]
+
+
+Step = Batch | Blocking
 
 
 def evaluate(
@@ -85,77 +127,214 @@ def evaluate(
 
     Never raises for a hook's failure: the error policy turns it into an outcome.
     """
-    scope = Scope.model_validate(event.get("scope") or {})
-    merged, seen = EMPTY, event
-    runs: list[HookRun] = []
-    out_events: list[dict[str, Any]] = []
-    shadow: list[dict[str, Any]] = []
-    failed: list[str] = []
-    refusal: tuple[str, Change] | None = None
-    for slot in pipeline.by_point[point]:
-        hook = slot.hook
-        if merged.block is not None or refusal is not None:
-            runs.append(_run_of(slot, "skipped", 0.0))
-            continue
-        ctx = HookContext(
-            pipeline.agent,
-            scope,
-            services.store,
-            services.memo_for(pipeline.agent, hook.name),
+    core = _evaluation(pipeline, point, event, services, replay)
+    answer: Any = None
+    try:
+        while True:
+            step = core.send(answer)
+            answer = step.run() if isinstance(step, Blocking) else _sent(step)
+    except StopIteration as done:
+        return done.value
+
+
+async def aevaluate(
+    pipeline: Pipeline,
+    point: Point,
+    event: dict[str, Any],
+    services: Services,
+    *,
+    replay: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Outcome:
+    """``evaluate`` on the running event loop: script batches are awaited there (no thread);
+    only hooks that may wait on I/O (``Blocking``: memory, faq_cache) run in a thread."""
+    core = _evaluation(pipeline, point, event, services, replay)
+    answer: Any = None
+    try:
+        while True:
+            step = core.send(answer)
+            if isinstance(step, Blocking):
+                answer = await asyncio.to_thread(step.run)
+                continue
+            try:
+                answer = await step.runner.asend_batch(step.point, step.event, step.calls)
+            except Exception as exc:  # noqa: BLE001 - the core fails the batch's hook
+                answer = exc
+    except StopIteration as done:
+        return done.value
+
+
+def _sent(step: Batch) -> Any:
+    try:
+        return step.runner.send_batch(step.point, step.event, step.calls)
+    except Exception as exc:  # noqa: BLE001 - the core fails the batch's hook
+        return exc
+
+
+class Run:
+    """One evaluation in progress: the changes folded so far, and what each hook did."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        point: Point,
+        event: dict[str, Any],
+        services: Services,
+        replay: Mapping[str, Mapping[str, Any]] | None,
+    ) -> None:
+        self.pipeline, self.point, self.event = pipeline, point, event
+        self.name = point.value
+        self.services, self.replay = services, replay
+        self.scope = Scope.model_validate(event.get("scope") or {})
+        self.merger, self.seen = Merger(point), event
+        self.runs: list[HookRun] = []
+        self.out_events: list[dict[str, Any]] = []
+        self.shadow: list[dict[str, Any]] = []
+        self.failed: list[str] = []
+        self.refusal: tuple[str, Change] | None = None
+        self.stopped = False
+        """A block or a refusal ended the chain: the hooks left are skipped."""
+
+    def context(self, hook: Hook) -> HookContext:
+        replay = self.replay
+        return HookContext(
+            self.pipeline.agent,
+            self.scope,
+            self.services.store,
+            self.services.memo(self.pipeline.agent, hook.name),
             replay=None if replay is None else replay.get(hook.name, {}),
         )
-        started = time.perf_counter()
-        try:
-            change = _call(hook, point, seen, ctx)
-            error = None
-        except _Failure as exc:
-            change, error = EMPTY, exc
-        elapsed = (time.perf_counter() - started) * 1000
-        run = _run_of(slot, "decided" if error is None else "failed", elapsed, ctx)
-        runs.append(run)
-        if error is not None:
-            run.error, run.cause = str(error), error.cause
+
+    @staticmethod
+    def failure(exc: BaseException) -> Failure:
+        return _failure(exc)
+
+    def skip(self, slot: Slot) -> None:
+        self.runs.append(_run_of(slot, "skipped", 0.0))
+
+    def settle(
+        self, slot: Slot, ctx: HookContext, answer: Change | Failure, elapsed: float
+    ) -> None:
+        """Take one hook's change (or failure) into the evaluation, by the error policy."""
+        hook = slot.hook
+        if isinstance(answer, Failure):
+            run = _run_of(slot, "failed", elapsed, ctx)
+            self.runs.append(run)
+            run.error, run.cause = str(answer), answer.cause
             if hook.mode is Mode.SHADOW:
-                shadow.append({"hook": hook.name, "error": str(error)})
-                continue
-            failed.append(hook.name)
-            log.warning("hook %s failed at %s: %s", hook.name, point, error)
-            refusal = _refusal(point, hook, error)
-            continue
-        run.change = change.as_data() or None
-        out_events += ctx.events
+                self.shadow.append({"hook": hook.name, "error": str(answer)})
+                return
+            self.failed.append(hook.name)
+            log.warning("hook %s failed at %s: %s", hook.name, self.point, answer)
+            self.refusal = _refusal(self.point, hook, answer)
+            self.stopped = self.refusal is not None
+            return
+        run = _run_of(slot, "decided", elapsed, ctx)
+        self.runs.append(run)
+        if ctx.events:
+            self.out_events += ctx.events
+        if answer is EMPTY:  # the common answer of a guard: nothing to record or fold
+            return
+        given = answer.given()
+        data = given if [] not in given.values() else answer.as_data()
+        run.change = data or None
         if hook.mode is Mode.SHADOW:
-            if not change.is_empty():
-                shadow.append({"hook": hook.name, "change": change.as_data()})
-            continue
-        merged = merge(point, merged, change)
-        seen = apply(point, seen, change)
-    if refusal is not None:
-        merged = merge(point, merged, refusal[1])
-    outcome = _outcome(pipeline, point, event, seen, merged, runs)
-    outcome.events, outcome.shadow, outcome.failed = out_events, shadow, failed
-    if services.submit is not None and pipeline.records.enabled:
-        services.submit(_record(pipeline, point, event, scope, outcome), _mask(pipeline))
-    return outcome
+            if data:
+                self.shadow.append({"hook": hook.name, "change": dict(data)})
+            return
+        self.merger.add(answer, given)
+        self.seen = apply(self.point, self.seen, answer, given)
+        self.stopped = self.merger.block is not None
+
+    def finish(self) -> Outcome:
+        """The outcome (the refusal merged last), handed to the record writer too."""
+        pipeline, point, merged = self.pipeline, self.point, self.merger.result()
+        if self.refusal is not None:
+            merged = merge(point, merged, self.refusal[1])
+        outcome = _outcome(pipeline, point, self.event, self.seen, merged, self.runs)
+        outcome.events, outcome.shadow, outcome.failed = self.out_events, self.shadow, self.failed
+        if self.services.submit is not None and pipeline.records.enabled:
+            self.services.submit(Draft.of(outcome, self.event, self.scope), _mask(pipeline))
+        return outcome
 
 
-def _call(hook: Hook, point: Point, event: dict[str, Any], ctx: HookContext) -> Change:
+def _evaluation(
+    pipeline: Pipeline,
+    point: Point,
+    event: dict[str, Any],
+    services: Services,
+    replay: Mapping[str, Mapping[str, Any]] | None,
+) -> Generator[Step, Any, Outcome]:
+    """The evaluation of one point, written once for both drivers: it yields the steps that
+    wait (script batches, hooks that may block) and is sent their answers.
+
+    Consecutive script hooks of one pool go as one batch; a built-in hook between two
+    script hooks splits it (it must see the event as the scripts before it changed it)."""
+    run = Run(pipeline, point, event, services, replay)
+    slots, runs_as = pipeline.by_point[point], pipeline.runs_as[point]
+    i = 0
+    while i < len(slots):
+        how = runs_as[i]
+        if run.stopped:
+            run.skip(slots[i])
+        elif how == INLINE:
+            _built_in(run, slots[i])
+        elif how == BLOCKING:
+            yield from _blocking(run, slots[i])
+        else:
+            end = i + 1
+            while end < len(slots) and runs_as[end] == BATCHED and _same_pool(slots[i], slots[end]):
+                end += 1
+            yield from script_hooks(run, slots[i:end])
+            i = end - 1
+        i += 1
+    return run.finish()
+
+
+def _same_pool(a: Slot, b: Slot) -> bool:
+    return getattr(a.hook, "pool", None) is getattr(b.hook, "pool", None)
+
+
+def _built_in(run: Run, slot: Slot) -> None:
+    hook = slot.hook
+    ctx = run.context(hook)
+    started = time.perf_counter()
+    answer = _attempt(hook, run.point, run.seen, ctx)
+    run.settle(slot, ctx, answer, (time.perf_counter() - started) * 1000)
+
+
+def _blocking(run: Run, slot: Slot) -> Generator[Step, Any, None]:
+    hook = slot.hook
+    ctx = run.context(hook)
+    started = time.perf_counter()
+    answer = yield Blocking(partial(_attempt, hook, run.point, run.seen, ctx))
+    run.settle(slot, ctx, answer, (time.perf_counter() - started) * 1000)
+
+
+def _attempt(hook: Hook, point: Point, event: dict[str, Any], ctx: HookContext) -> Change | Failure:
+    """The hook's checked change, or its failure; never raises (but KeyboardInterrupt)."""
     try:
-        data = hook.run(point, event, ctx)
-        return parse_change(point, data, hook=hook.name, event=event)
-    except ScriptError as exc:
-        raise _Failure(f"{type(exc).__name__}: {exc}", exc.cause) from exc
-    except PluginError as exc:
-        raise _Failure(f"PluginError: {exc}", "plugin") from exc
-    except StoreError as exc:
-        raise _Failure(f"StoreError: {exc}", "store") from exc
+        return parse_change(point, hook.run(point, event, ctx), hook=hook.name, event=event)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
-        raise _Failure(f"{type(exc).__name__}: {exc}", "error") from exc
+        return _failure(exc)
 
 
-def _refusal(point: Point, hook: Hook, error: _Failure) -> tuple[str, Change] | None:
+def _failure(exc: BaseException) -> Failure:
+    """A hook's exception as the pipeline records it (the exception kept as its cause)."""
+    if isinstance(exc, ScriptError):
+        failure = Failure(f"{type(exc).__name__}: {exc}", exc.cause)
+    elif isinstance(exc, PluginError):
+        failure = Failure(f"PluginError: {exc}", "plugin")
+    elif isinstance(exc, StoreError):
+        failure = Failure(f"StoreError: {exc}", "store")
+    else:
+        failure = Failure(f"{type(exc).__name__}: {exc}", "error")
+    failure.__cause__ = exc
+    return failure
+
+
+def _refusal(point: Point, hook: Hook, error: Failure) -> tuple[str, Change] | None:
     """The change a failure makes at ``point`` (None: the hook is neutral)."""
     if point is Point.TOOL_CALL:
         return hook.name, fail_closed(
@@ -202,7 +381,7 @@ def refuse_event(
             scope = Scope.model_validate(event.get("scope") or {})
         except ValidationError:
             scope = Scope()
-        services.submit(_record(pipeline, point, event, scope, outcome), _mask(pipeline))
+        services.submit(Draft.of(outcome, event, scope), _mask(pipeline))
     return outcome
 
 
@@ -212,7 +391,7 @@ def _run_of(slot: Slot, status: str, elapsed: float, ctx: HookContext | None = N
         hook.name,
         hook.kind,
         hook.version,
-        hook.mode.value,
+        str(hook.mode),  # the plain text of the enum member: records hold plain JSON
         slot.layer,
         status,
         round(elapsed, 4),
@@ -256,27 +435,6 @@ def _outcome(
         base = merged.answer if merged.answer is not None else event["answer"]
         out.answer, out.appended = join_answer(base, merged.append), list(merged.append)
     return out
-
-
-def _record(
-    pipeline: Pipeline, point: Point, event: dict[str, Any], scope: Scope, outcome: Outcome
-) -> Record:
-    data = outcome.decision()
-    data.update(events=outcome.events, shadow=outcome.shadow, failed=outcome.failed)
-    if outcome.input_error is not None:
-        data["input_error"] = outcome.input_error
-    return Record.model_construct(
-        id=outcome.id,
-        time=event.get("time") or "",
-        agent=pipeline.agent,
-        point=point.value,
-        scope=scope.model_dump(),
-        scope_key=scope.key(),
-        event=event,
-        hooks=outcome.hooks,
-        outcome=data,
-        generation=pipeline.generation,
-    )
 
 
 def _mask(pipeline: Pipeline) -> list[str]:

@@ -1,8 +1,9 @@
 """Writing records off the hot path: a background writer that rides out store outages and
 counts every loss by cause.
 
-Everything that makes a record safe to store (engine/masking.py) runs on the writer thread,
-not the caller's.
+The evaluating thread hands over a record's raw parts (``Draft``); building the record and
+everything that makes it safe to store (engine/masking.py) run on the writer thread, not the
+caller's.
 """
 
 from __future__ import annotations
@@ -14,15 +15,77 @@ import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.encoding import escape_text
 from engine.errors import StoreError, StoreUnavailableError
 from engine.masking import prepare
 from engine.store import Record, Store
-from engine.store.records import RecordLoss
+from engine.store.records import HookRun, RecordLoss
+
+if TYPE_CHECKING:
+    from engine.outcome import Outcome
+    from engine.points import Scope
 
 log = logging.getLogger("engine.records")
+
+
+@dataclass
+class Draft:
+    """A record's raw parts, as an evaluation hands them to the writer; ``build`` makes the
+    Record on the writer's thread. ``decision`` is a snapshot taken by the caller (the host
+    owns the outcome and may change its lists afterwards). Reads like the Record it becomes:
+    other attributes are the built record's."""
+
+    id: str
+    agent: str
+    point: str
+    time: str
+    generation: int
+    event: dict[str, Any]
+    scope: Scope
+    hooks: list[HookRun]
+    decision: dict[str, Any]
+    heard: dict[str, Any]
+    """The outcome's ``events``, ``shadow``, ``failed`` (and ``input_error`` when set)."""
+
+    @classmethod
+    def of(cls, outcome: Outcome, event: dict[str, Any], scope: Scope) -> Draft:
+        heard = {"events": outcome.events, "shadow": outcome.shadow, "failed": outcome.failed}
+        if outcome.input_error is not None:
+            heard["input_error"] = outcome.input_error
+        return cls(
+            outcome.id,
+            outcome.agent,
+            outcome.point,
+            event.get("time") or "",
+            outcome.generation,
+            event,
+            scope,
+            outcome.hooks,
+            outcome.decision(),
+            heard,
+        )
+
+    def build(self) -> Record:
+        """The record of these parts."""
+        return Record.model_construct(
+            id=self.id,
+            time=self.time,
+            agent=self.agent,
+            point=self.point,
+            scope=self.scope.model_dump(),
+            scope_key=self.scope.key(),
+            event=self.event,
+            hooks=self.hooks,
+            outcome={**self.decision, **self.heard},
+            generation=self.generation,
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.build(), name)
 
 
 class Cause:
@@ -70,8 +133,8 @@ class FileCheck(enum.Enum):
     """The file had vanished and no new one could be opened: an outage."""
 
 
-Item = tuple[Record, list[str], float]
-"""A submitted record, its mask, and when it was submitted (``time.monotonic``)."""
+Item = tuple[Record | Draft, list[str], float]
+"""A submitted record (or its parts), its mask, and when it was submitted (``time.monotonic``)."""
 Held = tuple[Record, float]
 """A prepared record the store did not take yet, and when it was submitted. It may be stored
 all the same (a commit whose answer was lost), so it is written ``again`` (see Store)."""
@@ -153,7 +216,7 @@ class RecordWriter:
     def written(self) -> int:
         return self._health.written
 
-    def submit(self, record: Record, mask: list[str] | None = None) -> None:
+    def submit(self, record: Record | Draft, mask: list[str] | None = None) -> None:
         with self._count_lock:  # uncontended almost always: far cheaper than a wake-up
             self._submitted += 1
             if self._submitted - self._done > self.buffer_max:
@@ -163,7 +226,7 @@ class RecordWriter:
         if len(self._buffer) >= self.batch:
             self._wake.set()
 
-    def _overflow(self, record: Record) -> None:
+    def _overflow(self, record: Record | Draft) -> None:
         """Drop ``record``: the buffer is full (the caller holds ``_count_lock``)."""
         h = self._health
         h.dropped[Cause.OVERFLOW] = h.dropped.get(Cause.OVERFLOW, 0) + 1
@@ -255,7 +318,8 @@ class RecordWriter:
         while self._buffer and len(batch) < self.batch:
             record, mask, at = self._buffer.popleft()
             try:
-                batch.append((prepare(record, mask), at))
+                built = record.build() if type(record) is Draft else record
+                batch.append((prepare(built, mask), at))  # type: ignore[arg-type]
             except Exception as exc:  # noqa: BLE001 - the writer is an edge: count, never die
                 self._lose(record, Cause.ENCODE, exc)
                 self._resolve(1)
@@ -318,7 +382,7 @@ class RecordWriter:
         while self._buffer:
             self._count_drop(self._buffer.popleft()[0], Cause.UNAVAILABLE)
 
-    def _count_drop(self, record: Record, cause: str) -> None:
+    def _count_drop(self, record: Record | Draft, cause: str) -> None:
         """Count ``record`` lost while the store is down (no note: it would not take it)."""
         with self._count_lock:
             self._health.dropped[cause] = self._health.dropped.get(cause, 0) + 1
@@ -418,7 +482,7 @@ class RecordWriter:
             self._health.last_error, self._health.last_error_at = _text(exc), _now()
 
     def _lose(
-        self, record: Record, cause: str, exc: BaseException, *, down_ok: bool = False
+        self, record: Record | Draft, cause: str, exc: BaseException, *, down_ok: bool = False
     ) -> bool:
         """Count ``record`` as lost and note it in the store's ledger; False (nothing
         counted) when ``down_ok`` and the store took not even the note, so it is down."""

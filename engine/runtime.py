@@ -28,7 +28,7 @@ from engine.errors import (
 from engine.kinds import BuildEnv, build_hook
 from engine.kinds.base import Memo
 from engine.outcome import Outcome
-from engine.pipeline import Pipeline, Services, Slot, evaluate, refuse_event
+from engine.pipeline import Pipeline, Services, Slot, aevaluate, evaluate, refuse_event
 from engine.points import Point, make_event, suggest
 from engine.records import RecordWriter
 from engine.store import Record, RecordQuery, Store, open_store
@@ -397,32 +397,79 @@ class Agent:
                 mapping of field names, a field missing, unknown or of the wrong type, a scope
                 value, ``time`` or ``turn_id`` that is not text (or ``time`` not ISO-8601).
         """
+        pipeline, found, event = self._begin(
+            point, fields, (user_id, session_id, template, process), time, turn_id
+        )
+        try:
+            if isinstance(event, InputError):  # refused at the boundary: the point fails closed
+                return refuse_event(pipeline, found, event, self.engine.services)
+            return evaluate(pipeline, found, event, self.engine.services, replay=replay)
+        finally:
+            self._give_back(pipeline)
+
+    async def aevaluate(
+        self,
+        point: Point | str,
+        fields: Mapping[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        template: str | None = None,
+        process: str | None = None,
+        time: str | None = None,
+        turn_id: str | None = None,
+        replay: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> Outcome:
+        """``evaluate`` on the running event loop: script hooks are awaited there, with no
+        thread hop; built-in hooks that wait on a store or an LLM (memory, faq_cache) run in
+        a thread (docs/operations.md)."""
+        pipeline, found, event = self._begin(
+            point, fields, (user_id, session_id, template, process), time, turn_id
+        )
+        try:
+            if isinstance(event, InputError):
+                return refuse_event(pipeline, found, event, self.engine.services)
+            return await aevaluate(pipeline, found, event, self.engine.services, replay=replay)
+        finally:
+            self._give_back(pipeline)
+
+    def _begin(
+        self,
+        point: Point | str,
+        fields: Mapping[str, Any] | None,
+        who: tuple[str | None, str | None, str | None, str | None],
+        time: str | None,
+        turn_id: str | None,
+    ) -> tuple[Pipeline, Point, dict[str, Any] | InputError]:
+        """Check the call, take the pipeline snapshot (give it back when done) and make the
+        event, or the boundary's refusal of it."""
+        user_id, session_id, template, process = who
         scope = {
             "user_id": user_id,
             "session_id": session_id,
             "template": template,
             "process": process,
         }
-        point, fields = check_call(point, fields, scope, time=time, turn_id=turn_id)
+        found, checked = check_call(point, fields, scope, time=time, turn_id=turn_id)
         scope["process"] = process or self.engine.settings.process
-        if turn_id is None and point is Point.BEFORE_USER_MESSAGE:
+        if turn_id is None and found is Point.BEFORE_USER_MESSAGE:
             turn_id = uuid.uuid4().hex  # hosts pass it back to feedback and later points
         pipeline = self._take()  # one snapshot for the whole evaluation
         try:
-            try:
-                event = make_event(
-                    point,
-                    agent=self.name,
-                    scope=scope,
-                    time=time or now_iso(),
-                    turn_id=turn_id,
-                    **fields,
-                )
-            except InputError as exc:  # refused at the boundary: the point fails closed
-                return refuse_event(pipeline, point, exc, self.engine.services)
-            return evaluate(pipeline, point, event, self.engine.services, replay=replay)
-        finally:
+            event = make_event(
+                found,
+                agent=self.name,
+                scope=scope,
+                time=time or now_iso(),
+                turn_id=turn_id,
+                **checked,
+            )
+        except InputError as exc:
+            return pipeline, found, exc
+        except BaseException:
             self._give_back(pipeline)
+            raise
+        return pipeline, found, event
 
     def _take(self) -> Pipeline:
         with self._lock:
@@ -460,16 +507,8 @@ class Agent:
         **scope: Any,
     ) -> Outcome:
         """Before an LLM request: instruction, sections, messages, tools, settings to use."""
-        return self.evaluate(
-            Point.BEFORE_CALL,
-            {
-                "instruction": instruction,
-                "messages": messages or [],
-                "tools": tools or [],
-                "settings": settings or {},
-            },
-            **scope,
-        )
+        fields = _call_fields(instruction, messages, tools, settings)
+        return self.evaluate(Point.BEFORE_CALL, fields, **scope)
 
     def tool_call(
         self,
@@ -528,36 +567,74 @@ class Agent:
         """The user rated a turn: ``like`` or ``dislike``."""
         return self.evaluate(Point.FEEDBACK, {"rating": rating}, turn_id=turn_id, **scope)
 
-    # asyncio forms: the same calls, run in a worker thread so the event loop never blocks
-    async def aevaluate(
-        self, point: Point | str, fields: Mapping[str, Any] | None = None, **kw: Any
-    ) -> Outcome:
-        return await asyncio.to_thread(self.evaluate, point, fields, **kw)
-
+    # asyncio forms: the same calls awaited on the running loop (see ``aevaluate``)
     async def abefore_user_message(self, question: str, **scope: Any) -> Outcome:
-        return await asyncio.to_thread(self.before_user_message, question, **scope)
+        return await self.aevaluate(Point.BEFORE_USER_MESSAGE, {"question": question}, **scope)
 
-    async def abefore_call(self, *args: Any, **kw: Any) -> Outcome:
-        return await asyncio.to_thread(self.before_call, *args, **kw)
+    async def abefore_call(
+        self,
+        instruction: str = "",
+        messages: list[dict[str, Any]] | None = None,
+        tools: list[Any] | None = None,
+        settings: dict[str, Any] | None = None,
+        **scope: Any,
+    ) -> Outcome:
+        fields = _call_fields(instruction, messages, tools, settings)
+        return await self.aevaluate(Point.BEFORE_CALL, fields, **scope)
 
     async def atool_call(
-        self, name: str, input: dict[str, Any] | None = None, **kw: Any
+        self,
+        name: str,
+        input: dict[str, Any] | None = None,
+        *,
+        call_id: str | None = None,
+        **scope: Any,
     ) -> Outcome:
-        return await asyncio.to_thread(self.tool_call, name, input, **kw)
+        fields = {"name": name, "input": input or {}, "call_id": call_id}
+        return await self.aevaluate(Point.TOOL_CALL, fields, **scope)
 
     async def atool_result(
-        self, name: str, input: dict[str, Any] | None, result: Any, **kw: Any
+        self,
+        name: str,
+        input: dict[str, Any] | None,
+        result: Any,
+        *,
+        call_id: str | None = None,
+        **scope: Any,
     ) -> Outcome:
-        return await asyncio.to_thread(self.tool_result, name, input, result, **kw)
+        fields = {"name": name, "input": input or {}, "result": result, "call_id": call_id}
+        return await self.aevaluate(Point.TOOL_RESULT, fields, **scope)
 
     async def abefore_assistant_message(self, question: str, answer: str, **scope: Any) -> Outcome:
-        return await asyncio.to_thread(self.before_assistant_message, question, answer, **scope)
+        fields = {"question": question, "answer": answer}
+        return await self.aevaluate(Point.BEFORE_ASSISTANT_MESSAGE, fields, **scope)
 
-    async def aafter_turn(self, question: str, answer: str, *args: Any, **kw: Any) -> Outcome:
-        return await asyncio.to_thread(self.after_turn, question, answer, *args, **kw)
+    async def aafter_turn(
+        self,
+        question: str,
+        answer: str,
+        tool_calls: list[dict[str, Any]] | None = None,
+        **scope: Any,
+    ) -> Outcome:
+        fields = {"question": question, "answer": answer, "tool_calls": tool_calls or []}
+        return await self.aevaluate(Point.AFTER_TURN, fields, **scope)
 
     async def aafter_loop(self, status: str, **scope: Any) -> Outcome:
-        return await asyncio.to_thread(self.after_loop, status, **scope)
+        return await self.aevaluate(Point.AFTER_LOOP, {"status": status}, **scope)
 
     async def afeedback(self, turn_id: str, rating: str, **scope: Any) -> Outcome:
-        return await asyncio.to_thread(self.feedback, turn_id, rating, **scope)
+        return await self.aevaluate(Point.FEEDBACK, {"rating": rating}, turn_id=turn_id, **scope)
+
+
+def _call_fields(
+    instruction: str,
+    messages: list[dict[str, Any]] | None,
+    tools: list[Any] | None,
+    settings: dict[str, Any] | None,
+) -> dict[str, Any]:
+    return {
+        "instruction": instruction,
+        "messages": messages or [],
+        "tools": tools or [],
+        "settings": settings or {},
+    }

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.changes import EMPTY, Change, apply, merge, parse_change
+from engine.changes import ADD_UP, EMPTY, FIELDS, Change, Merger, apply, merge, parse_change
 from engine.errors import PluginError
 from engine.points import ACCEPTED, Point
 
@@ -254,3 +254,101 @@ def test_applying_changes_one_by_one_equals_applying_their_merge(
     for change in chain:
         merged, seen = merge(p, merged, change), apply(p, seen, change)
     assert apply(p, event, merged)["answer"] == seen["answer"]
+
+
+changes_at_user_message = st.builds(
+    Change,
+    block=st.none() | texts,
+    question=st.none() | texts,
+    answer=st.none() | texts,
+    notice=st.lists(texts, max_size=2),
+    messages=st.none()
+    | st.lists(st.fixed_dictionaries({"role": st.just("user"), "content": texts}), max_size=2),
+)
+
+
+@settings(max_examples=300)
+@given(
+    st.sampled_from([Point.BEFORE_CALL, Point.BEFORE_ASSISTANT_MESSAGE, Point.BEFORE_USER_MESSAGE]),
+    st.data(),
+)
+def test_the_merger_equals_the_fold_of_merge(point: Point, data: st.DataObject) -> None:
+    strategy = {
+        Point.BEFORE_CALL: changes_at_call,
+        Point.BEFORE_ASSISTANT_MESSAGE: changes_at_answer,
+        Point.BEFORE_USER_MESSAGE: changes_at_user_message,
+    }[point]
+    chain = data.draw(st.lists(strategy, max_size=5))
+    before = [c.as_data() for c in chain]
+    merger, folded = Merger(point), EMPTY
+    for change in chain:
+        merger.add(change)
+        folded = merge(point, folded, change)
+    assert merger.result() == folded
+    assert [c.as_data() for c in chain] == before, "the changes are not changed"
+
+
+def test_the_merger_keeps_an_empty_replacement() -> None:
+    merger = Merger(Point.BEFORE_CALL)
+    merger.add(Change(tools=["a"], messages=[{"role": "user", "content": "x"}]))
+    merger.add(Change(tools=[], messages=[]))
+    assert merger.result() == Change(tools=[], messages=[])
+
+
+plain_texts = st.text(max_size=6) | st.sampled_from(["", " ", "a\ud800", "é", "\n"])
+plain_answers = st.dictionaries(
+    st.sampled_from(["block", "answer", "question", "notice", "messages"]),
+    plain_texts
+    | st.lists(plain_texts, max_size=2)
+    | st.lists(
+        st.fixed_dictionaries(
+            {"role": st.sampled_from(["system", "user", "tool"]), "content": plain_texts}
+        ),
+        max_size=2,
+    ),
+    max_size=3,
+)
+
+
+def _checked_in_full(point: Point, data: dict[str, Any]) -> Change | str:
+    from engine import changes
+
+    try:
+        return changes.parse_change(point, dict(data), hook="h")
+    except PluginError as exc:
+        return str(exc)
+
+
+@settings(max_examples=400)
+@given(plain_answers)
+def test_the_plain_answer_check_agrees_with_the_full_check(data: dict[str, Any]) -> None:
+    from engine import changes
+
+    point = Point.BEFORE_USER_MESSAGE
+    fast = changes._plain_change(point, data)
+    if fast is None:
+        return  # the full check decides
+    original = changes._plain_change
+    try:
+        changes._plain_change = lambda p, d: None  # type: ignore[assignment]
+        full = _checked_in_full(point, data)
+    finally:
+        changes._plain_change = original
+    assert fast == full
+
+
+@settings(max_examples=300)
+@given(changes_at_call | changes_at_answer | changes_at_user_message)
+def test_given_holds_exactly_the_fields_that_change_something(change: Change) -> None:
+    expected = {
+        name: getattr(change, name)
+        for name in FIELDS
+        if getattr(change, name) is not None and (getattr(change, name) or name not in ADD_UP)
+    }
+    assert change.given() == expected
+    assert Change(tools=[], result=0, instruction="", settings={}).given() == {
+        "tools": [],
+        "result": 0,
+        "instruction": "",
+        "settings": {},
+    }

@@ -17,7 +17,7 @@ LAYERS: list[set[str]] = [
     {"sandbox"},
     {"kinds"},
     {"masking", "outcome", "records"},
-    {"pipeline"},
+    {"batches", "pipeline"},
     {"runtime"},
     {
         "reload",

@@ -57,6 +57,29 @@ def test_every_evaluation_writes_a_record(
     assert by_id[outs[2].id].outcome["appended"] == ["call us"]
 
 
+def test_the_writer_builds_the_record_the_evaluation_decided(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
+) -> None:
+    """The caller hands raw parts to the writer; what the host does to its outcome after the
+    call does not reach the record the writer builds later."""
+    engine = load(project(AGENT))
+    agent = engine.agent("a")
+    out = agent.before_user_message("hi", user_id="u1")
+    decided = {k: v for k, v in out.decision().items() if k != "question"}  # masked
+    out.messages.append({"role": "user", "content": "added by the host"})
+    out.notices.append("added by the host")
+    (record,) = engine.records(agent="a", limit=10)
+    assert {k: record.outcome[k] for k in decided} == decided
+    assert record.outcome["events"] == [] and record.outcome["failed"] == []
+    assert record.scope == {
+        "user_id": "u1",
+        "session_id": None,
+        "template": None,
+        "process": record.scope["process"],
+    }
+    assert record.id == out.id and record.generation == out.generation
+
+
 def test_masked_fields_never_reach_the_store(
     project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
 ) -> None:

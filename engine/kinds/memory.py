@@ -51,6 +51,8 @@ class MemoryHook(SpecHook):
     store: Store
     providers: Callable[[], Providers]
     points = frozenset({Point.BEFORE_USER_MESSAGE, Point.AFTER_TURN, Point.FEEDBACK})
+    blocks = True
+    """It waits on the store and may ask an LLM: the async driver runs it in a thread."""
 
     def run(self, point: Point, event: dict[str, Any], ctx: HookContext) -> Any:
         if point is Point.BEFORE_USER_MESSAGE:

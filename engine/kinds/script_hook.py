@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import itertools
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,12 +13,30 @@ from typing import Any
 from engine.changes import Change, parse_change
 from engine.config.loader import HookSpec, show
 from engine.config.models import ScriptHookConfig, ScriptSettings
-from engine.errors import ConfigError, Problem, ScriptError
+from engine.errors import ConfigError, Problem, ScriptError, ScriptLimitError
 from engine.kinds import BuildEnv
-from engine.kinds.base import HookContext
+from engine.kinds.base import HookContext, Mode
 from engine.kinds.common import SpecHook
 from engine.points import Point
-from engine.sandbox import CompiledScript, Language, Limits, WorkerPool
+from engine.sandbox import CallResult, CompiledScript, Language, Limits, WorkerPool, effects
+
+try:
+    from engine.sandbox.limits import BatchCall  # type: ignore[attr-defined]
+except ImportError:  # fallback until the pool has batches (see _one_by_one below)
+
+    @dataclass(frozen=True)
+    class BatchCall:  # type: ignore[no-redef]
+        """One script call of a batch (engine/sandbox/limits.py once the pool has batches)."""
+
+        script: CompiledScript
+        function: str
+        config: dict[str, Any]
+        config_key: str
+        state: dict[str, Any]
+        limits: Limits
+        owner: str
+        apply: bool = True
+
 
 _LANGUAGES = {".py": Language.PYTHON, ".js": Language.JAVASCRIPT}
 _USES_STATE = re.compile(r"\bstate\b")
@@ -45,33 +66,64 @@ class ScriptHook(SpecHook):
     a rebuilt hook is a new owner, which is what lifts a quarantine."""
     owned: dict[str, CompiledScript] = field(default_factory=dict)
     """The script keyed per agent that called it (host-layer hooks serve every agent)."""
+    calls: dict[tuple[Point, str], BatchCall] = field(default_factory=dict)
+    """The calls of a stateless script, per point and agent (they never change)."""
+    config_key: str = ""
+    """A digest of ``config:`` as canonical JSON, computed once per build: workers keep the
+    parsed config per key, so it is not sent nor parsed again on every call."""
 
     def run(self, point: Point, event: dict[str, Any], ctx: HookContext) -> Change:
-        state_key = f"{ctx.agent}:{self.name}"
-        state = (
-            ctx.store.state_load(state_key, ctx.scope_key, now=event.get("time"))
-            if self.uses_state
-            else {}
+        """One call on its own: a batch of one (the pipeline batches consecutive hooks)."""
+        call = self.prepare_call(point, event, ctx)
+        results = self.send_batch(point.value, event, [call])
+        return self.finish_call(point, event, ctx, results[0] if results else _no_result())
+
+    def prepare_call(self, point: Point, event: dict[str, Any], ctx: HookContext) -> BatchCall:
+        """This hook's call at ``point``, its state loaded (StoreError if it cannot be).
+        A script that keeps no state makes the same call every time: it is made once."""
+        if not self.uses_state:
+            call = self.calls.get((point, ctx.agent))
+            if call is None:
+                call = self.calls.setdefault((point, ctx.agent), self._call(point, ctx, {}))
+            return call
+        state = ctx.store.state_load(self._state_key(ctx), ctx.scope_key, now=event.get("time"))
+        return self._call(point, ctx, state)
+
+    def _call(self, point: Point, ctx: HookContext, state: dict[str, Any]) -> BatchCall:
+        return BatchCall(
+            script=self._script_of(ctx.agent),
+            function=f"on_{point.value}",
+            config=self.config.config,
+            config_key=self.config_key,
+            state=state,
+            limits=self.limits,
+            owner=self.owner,
+            apply=self.mode is not Mode.SHADOW,
         )
-        try:
-            # The pool sends the event as JSON: the script gets a copy, never a host object.
-            result = self.pool.call(
-                self._script_of(ctx.agent),
-                f"on_{point.value}",
-                event,
-                config=self.config.config,
-                state=state,
-                limits=self.limits,
-                owner=self.owner,
-            )
-        except ScriptError as exc:
-            raise _located(exc, self.name, self.script.filename, self.line_offset) from exc
+
+    def finish_call(
+        self,
+        point: Point,
+        event: dict[str, Any],
+        ctx: HookContext,
+        result: CallResult | ScriptError,
+    ) -> Change:
+        """The checked change of this hook's ``result`` (the event it saw: ``event``); state
+        is saved only for a valid change.
+
+        Raises:
+            ScriptError: the call failed (its message led by file:line).
+            PluginError: the answer is not a valid change at ``point``.
+            StoreError: the state could not be saved.
+        """
+        if isinstance(result, ScriptError):
+            raise _located(result, self.name, self.script.filename, self.line_offset) from result
         ctx.logs.extend(result.logs)
         ctx.events.extend(result.emits)
         change = parse_change(point, result.value, hook=self.name, event=event)
         if result.state_writes:
             ctx.store.state_save(
-                state_key,
+                self._state_key(ctx),
                 ctx.scope_key,
                 result.state_writes,
                 ttls=result.state_ttls,
@@ -82,6 +134,28 @@ class ScriptHook(SpecHook):
                 ctx.extras["state_ttls"] = result.state_ttls
         return change
 
+    def send_batch(
+        self, point: str, event: dict[str, Any], calls: list[BatchCall]
+    ) -> list[CallResult | ScriptError]:
+        """Run ``calls`` in one worker round trip (see WorkerPool.call_batch). The pool sends
+        the event as JSON: scripts get a copy, never a host object."""
+        batch = getattr(self.pool, "call_batch", None)
+        if batch is not None:
+            return batch(point, event, calls)
+        return _one_by_one(self.pool, point, event, calls)
+
+    async def asend_batch(
+        self, point: str, event: dict[str, Any], calls: list[BatchCall]
+    ) -> list[CallResult | ScriptError]:
+        """``send_batch`` awaited on the running event loop."""
+        batch = getattr(self.pool, "acall_batch", None)
+        if batch is not None:
+            return await batch(point, event, calls)
+        return await asyncio.to_thread(_one_by_one, self.pool, point, event, calls)
+
+    def _state_key(self, ctx: HookContext) -> str:
+        return f"{ctx.agent}:{self.name}"
+
     def _script_of(self, agent: str) -> CompiledScript:
         script = self.owned.get(agent)
         if script is None:
@@ -91,6 +165,45 @@ class ScriptHook(SpecHook):
 
     def close(self) -> None:
         self.pool.forget(self.owner)
+
+
+# -- fallback until WorkerPool.call_batch / acall_batch exist (engine/sandbox/workerpool.py):
+# one ``pool.call`` per call, with the same rules for the event each call sees and for where a
+# batch stops. Remove with the fallback BatchCall above once the pool has batches.
+
+
+def _one_by_one(
+    pool: WorkerPool, point: str, event: dict[str, Any], calls: list[BatchCall]
+) -> list[CallResult | ScriptError]:
+    results: list[CallResult | ScriptError] = []
+    for call in calls:
+        try:
+            result = pool.call(
+                call.script,
+                call.function,
+                event,
+                config=call.config,
+                state=call.state,
+                limits=call.limits,
+                owner=call.owner,
+            )
+        except ScriptError as exc:
+            results.append(exc)
+            break
+        results.append(result)
+        if not call.apply:
+            continue
+        if effects.stops(result.value):
+            break
+        after = effects.apply_raw(point, event, result.value)
+        if after is None:
+            break
+        event = after
+    return results
+
+
+def _no_result() -> ScriptError:
+    return ScriptLimitError("the worker answered no result", cause="crashed")
 
 
 def _located(exc: ScriptError, hook: str, filename: str, offset: int) -> ScriptError:
@@ -147,7 +260,14 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
         line_offset=0 if spec.script_path is not None else (spec.line("source") or 0),
         owner=f"{spec.shown}:{config.name}#{next(_instances)}",
         owned={} if agent is None else {agent: script},
+        config_key=config_key(config.config),
     )
+
+
+def config_key(config: dict[str, Any]) -> str:
+    """The same config value, the same key: a digest of its canonical JSON."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _key_owner(agent: str, hook: str) -> str:

@@ -83,3 +83,20 @@ def test_a_hooks_memo_keeps_the_most_recent_keys_so_memory_stays_bounded() -> No
     assert len(memo) == 3
     assert memo.get("seen:user:u2") is None
     assert memo.get("seen:user:u1") == 1 and memo.get("seen:user:u4") == 1
+
+
+def test_the_checked_change_equals_the_full_check_of_the_same_answer(agent) -> None:  # type: ignore[no-untyped-def]
+    """inject answers with a Change made from texts cleaned once per build; a long answer
+    goes through the pipeline's full check instead. Both give the same change."""
+    from engine.changes import Change, parse_change
+    from engine.kinds.base import HookContext, Memo
+    from engine.points import Point, Scope
+
+    (slot,) = agent.pipeline.by_point[Point.BEFORE_USER_MESSAGE]
+    hook = slot.hook
+    for question in ("Где мой заказ?", "x" * 60_000):
+        ctx = HookContext("a", Scope(user_id="u9"), None, Memo())  # type: ignore[arg-type]
+        answer = hook.run(Point.BEFORE_USER_MESSAGE, {"question": question}, ctx)
+        expected = parse_change(Point.BEFORE_USER_MESSAGE, hook._unchecked(question), hook="city")
+        assert isinstance(answer, Change) == (len(question) < 1000)
+        assert parse_change(Point.BEFORE_USER_MESSAGE, answer, hook="city") == expected
