@@ -348,34 +348,28 @@ def script_agent(project: Callable[[dict[str, str]], Path], sources: list[str]) 
     return project(files)
 
 
-@pytest.mark.parametrize("with_batches", [False, True], ids=["one_by_one", "call_batch"])
 def test_ten_real_script_hooks_decide_as_in_a_chain(
     project: Callable[[dict[str, str]], Path],
     load: Callable[..., Any],
     monkeypatch: pytest.MonkeyPatch,
-    with_batches: bool,
 ) -> None:
-    from engine.kinds import script_hook
-
     root = script_agent(project, [COUNT_JS, COUNT_PY] * 5)
     engine = load(root)
     agent = engine.agent("a")
     trips: list[int] = []
     pool = engine.sandbox()
-    if with_batches:  # the pool's batch as interface 1 states it, made of single calls
-        monkeypatch.setattr(
-            pool,
-            "call_batch",
-            lambda point, ev, calls: (
-                trips.append(len(calls)) or script_hook._one_by_one(pool, point, ev, calls)
-            ),
-            raising=False,
-        )
+    real = pool.call_batch
+
+    def counted(point: str, ev: dict[str, Any], calls: Sequence[Any]) -> Any:
+        trips.append(len(calls))
+        return real(point, ev, calls)
+
+    monkeypatch.setattr(pool, "call_batch", counted)
     out = agent.tool_call("t", {"n": 0}, user_id="u1")
     assert out.input == {"n": 10}
     assert out.notices == [f"saw {i}" for i in range(10)]
     assert [r.extras["state_writes"] for r in out.hooks] == [{"seen": i} for i in range(10)]
-    assert trips == ([10] if with_batches else [])
+    assert trips == [10]  # one round trip for the ten hooks
     again = asyncio.run(agent.atool_call("t", {"n": 0}, user_id="u1"))
     assert again.input == {"n": 10} and again.notices == out.notices
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import itertools
 import json
@@ -18,25 +17,8 @@ from engine.kinds import BuildEnv
 from engine.kinds.base import HookContext, Mode
 from engine.kinds.common import SpecHook
 from engine.points import Point
-from engine.sandbox import CallResult, CompiledScript, Language, Limits, WorkerPool, effects
-
-try:
-    from engine.sandbox.limits import BatchCall  # type: ignore[attr-defined]
-except ImportError:  # fallback until the pool has batches (see _one_by_one below)
-
-    @dataclass(frozen=True)
-    class BatchCall:  # type: ignore[no-redef]
-        """One script call of a batch (engine/sandbox/limits.py once the pool has batches)."""
-
-        script: CompiledScript
-        function: str
-        config: dict[str, Any]
-        config_key: str
-        state: dict[str, Any]
-        limits: Limits
-        owner: str
-        apply: bool = True
-
+from engine.sandbox import CallResult, CompiledScript, Language, Limits, WorkerPool
+from engine.sandbox.limits import BatchCall
 
 _LANGUAGES = {".py": Language.PYTHON, ".js": Language.JAVASCRIPT}
 _USES_STATE = re.compile(r"\bstate\b")
@@ -139,19 +121,13 @@ class ScriptHook(SpecHook):
     ) -> list[CallResult | ScriptError]:
         """Run ``calls`` in one worker round trip (see WorkerPool.call_batch). The pool sends
         the event as JSON: scripts get a copy, never a host object."""
-        batch = getattr(self.pool, "call_batch", None)
-        if batch is not None:
-            return batch(point, event, calls)
-        return _one_by_one(self.pool, point, event, calls)
+        return self.pool.call_batch(point, event, calls)
 
     async def asend_batch(
         self, point: str, event: dict[str, Any], calls: list[BatchCall]
     ) -> list[CallResult | ScriptError]:
         """``send_batch`` awaited on the running event loop."""
-        batch = getattr(self.pool, "acall_batch", None)
-        if batch is not None:
-            return await batch(point, event, calls)
-        return await asyncio.to_thread(_one_by_one, self.pool, point, event, calls)
+        return await self.pool.acall_batch(point, event, calls)
 
     def _state_key(self, ctx: HookContext) -> str:
         return f"{ctx.agent}:{self.name}"
@@ -165,41 +141,6 @@ class ScriptHook(SpecHook):
 
     def close(self) -> None:
         self.pool.forget(self.owner)
-
-
-# -- fallback until WorkerPool.call_batch / acall_batch exist (engine/sandbox/workerpool.py):
-# one ``pool.call`` per call, with the same rules for the event each call sees and for where a
-# batch stops. Remove with the fallback BatchCall above once the pool has batches.
-
-
-def _one_by_one(
-    pool: WorkerPool, point: str, event: dict[str, Any], calls: list[BatchCall]
-) -> list[CallResult | ScriptError]:
-    results: list[CallResult | ScriptError] = []
-    for call in calls:
-        try:
-            result = pool.call(
-                call.script,
-                call.function,
-                event,
-                config=call.config,
-                state=call.state,
-                limits=call.limits,
-                owner=call.owner,
-            )
-        except ScriptError as exc:
-            results.append(exc)
-            break
-        results.append(result)
-        if not call.apply:
-            continue
-        if effects.stops(result.value):
-            break
-        after = effects.apply_raw(point, event, result.value)
-        if after is None:
-            break
-        event = after
-    return results
 
 
 def _no_result() -> ScriptError:
