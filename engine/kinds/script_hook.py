@@ -137,10 +137,14 @@ class ScriptHook(SpecHook):
         if script is None:
             owned = self.script.owned_by(_key_owner(agent, self.name))
             script = self.owned.setdefault(agent, owned)
+            if script is owned:
+                self.pool.hold(script)
         return script
 
     def close(self) -> None:
         self.pool.forget(self.owner)
+        for script in self.owned.values():
+            self.pool.release(script)
 
 
 def _no_result() -> ScriptError:
@@ -189,6 +193,8 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
     script = pool.compile(source, filename=filename, language=language, key_owner=keyed_for)
     defined = frozenset(Point(name[3:]) for name in script.functions)
     points = _subscribed(spec, config, defined)
+    if agent is not None:
+        pool.hold(script)  # released by close(); host-layer hooks hold per agent on first use
     return ScriptHook(
         spec=spec,
         config=config,

@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import re
+import threading
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +26,9 @@ from engine.sandbox.pool import GRACE_S, Worker, WorkerDied, Workers
 from engine.sandbox.supervise import PoolPolicy
 
 _POINTS = [p.value for p in Point]
+MIN_CONTEXTS = 16
+"""Prepared JavaScript contexts a worker keeps however few scripts are loaded."""
+log = logging.getLogger("engine.sandbox")
 
 
 class WorkerPool:
@@ -39,11 +45,16 @@ class WorkerPool:
         size: int = 2,
         limits: Limits = Limits(),  # noqa: B008 - frozen
         policy: PoolPolicy = PoolPolicy(),  # noqa: B008 - frozen
+        max_contexts: int = 64,
     ) -> None:
         self.limits = limits
+        self.max_contexts = max_contexts
         self._workers = Workers(size, policy)
         self._configs = ConfigTexts()
         self._contexts = 0
+        self._held: Counter[str] = Counter()
+        self._held_lock = threading.Lock()
+        self._warned = False
         self._draining: set[asyncio.Task[None]] = set()
 
     def __enter__(self) -> WorkerPool:
@@ -123,6 +134,36 @@ class WorkerPool:
         """Tell the workers how many scripts are loaded: each keeps a prepared context for
         ``n`` of them (sent with the next request each worker gets)."""
         self._contexts = max(0, n)
+
+    def hold(self, script: CompiledScript) -> None:
+        """A loaded hook will call ``script`` (keyed for its agent): workers size their prepared
+        JavaScript contexts to the scripts held, at least ``MIN_CONTEXTS`` and at most
+        ``max_contexts`` (engine.yaml ``scripts.max_contexts``; a warning is logged beyond it)."""
+        self._count(script, 1)
+
+    def release(self, script: CompiledScript) -> None:
+        """The hook that held ``script`` was closed (a reload replaced it)."""
+        self._count(script, -1)
+
+    def _count(self, script: CompiledScript, step: int) -> None:
+        if script.language is not Language.JAVASCRIPT:
+            return
+        with self._held_lock:
+            self._held[script.key] += step
+            if self._held[script.key] <= 0:
+                del self._held[script.key]
+            held = len(self._held)
+            over = held > self.max_contexts
+            warn, self._warned = over and not self._warned, over
+        if warn:
+            log.warning(
+                "%d JavaScript scripts are loaded (per agent), more than scripts.max_contexts = %d "
+                "prepared contexts a worker keeps: with all of them in rotation a call may prepare "
+                "its context on its own time; raise scripts.max_contexts in engine.yaml",
+                held,
+                self.max_contexts,
+            )
+        self.expect_scripts(min(max(held, MIN_CONTEXTS), self.max_contexts))
 
     def call(
         self,
