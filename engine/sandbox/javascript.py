@@ -3,11 +3,15 @@
 A context is prepared once per script key (prelude, deep freeze, sealed globalThis, the script's
 strict wrapper parsed and frozen) and then serves many calls: each call runs the script's
 top-level code again in a new strict function scope, so nothing a call creates is reachable by
-the next. A context is thrown away after any failure, after a call that left promise jobs
-queued, after ``RECYCLE_CALLS`` calls, or when a call left memory behind; its replacement is
-prepared between calls, off the call's path. An interrupt is final: a call whose CPU time
-reached its limit fails as a timeout whatever it returned (a script can catch the interrupt,
-e.g. in a Promise executor or ``AsyncDisposableStack.disposeAsync``, but not this check).
+the next. A script the host found eligible (``top_level`` plan, see jsscope.py) runs its top
+level once per context instead, and its calls share only frozen plain copies of its constants.
+Contexts are kept for the ``capacity`` most recent scripts (``set_capacity``). A context is
+thrown away after any failure, after a call that left promise jobs queued, after
+``RECYCLE_CALLS`` calls, or when calls left memory behind (checked every ``CHECK_CALLS`` calls
+or ``CHECK_CPU_S`` of calls' CPU time); its replacement is prepared between calls, off the
+call's path. An interrupt is final: a call whose CPU time reached its limit fails as a timeout
+whatever it returned (a script can catch the interrupt, e.g. in a Promise executor or
+``AsyncDisposableStack.disposeAsync``, but not this check).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import json
 import re
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +32,31 @@ from engine.sandbox.values import RegexTimeout
 
 LINE_OFFSET = 1000
 """User source starts on line LINE_OFFSET + 1 of what QuickJS sees: later frames are the user's."""
-RECYCLE_CALLS = 500
-"""Calls one context serves before it is replaced (bounds garbage a script leaves in it)."""
+RECYCLE_CALLS = 20_000
+"""Calls one context serves before it is replaced, whatever its memory says. Memory left behind
+is what retires a context (``LEFTOVER_SHARE``); this is a backstop. Preparing a context costs
+about 3 ms of CPU (``python bench/bench_js_runtime.py`` prints it), so at 20,000 calls the
+rebuild costs about 0.15 us per call; at the former 500 it was 6-16 us per call."""
 LEFTOVER_SHARE = 4
-"""A context is replaced when a call left more than memory_mb / LEFTOVER_SHARE in use."""
+"""A context is replaced when calls left more than memory_mb / LEFTOVER_SHARE in use."""
+CHECK_CALLS = 32
+"""Calls between two looks at a context's memory in use. A look walks the whole heap
+(``ctx.memory()``: 14 us idle, 24 us under load, measured with bench/bench_js_runtime.py), so
+every 32nd call makes it under 1 us per call."""
+CHECK_CPU_S = 0.002
+"""...or sooner, once the calls since the last look used this much CPU. Memory a call leaves
+behind must be allocated, and allocating takes time: the fastest leftover measured (garbage in
+reference cycles, which the collector frees later) grew by at most ~120 bytes per us of a
+call's CPU, so 2 ms of calls leave at most ~0.25 MB before a look, a small share of the
+smallest budget's quarter (memory_mb 1 -> 0.25 MB is checked every 2 ms). A call that ends
+with memory in use above its limit fails anyway, and a failed call's context is thrown away."""
+DEFAULT_CAPACITY = 16
+"""Prepared contexts a worker keeps until the host says how many scripts it has loaded."""
 _FRAME = re.compile(r"<input>:(\d+):(\d+)")
 _NAMES = re.compile(r"\bon_[A-Za-z0-9_]+")
 _USES_REGEX = re.compile(r"\b(match|redact)\b")
 _JS_DIR = Path(__file__).with_name("js")
-_READY_SCRIPTS = 16
+_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 _CHECK = (
     "(function (s) { try { (0, eval)(s); } catch (e) {"
     " if (e instanceof SyntaxError) { return JSON.stringify({ message: String(e.message),"
@@ -58,15 +79,45 @@ _FAILURES = (_quickjs.JSException, _quickjs.StackOverflow, _Overtime)
 
 
 class _Context:
-    __slots__ = ("baseline", "call", "calls", "ctx", "fresh", "prepare", "regex")
+    __slots__ = (
+        "baseline",
+        "call",
+        "call_keyed",
+        "calls",
+        "configs",
+        "ctx",
+        "fresh",
+        "prepare",
+        "regex",
+        "set_config",
+        "unchecked",
+        "unchecked_cpu",
+    )
 
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
-        self.call, self.prepare, self.regex, self.fresh = (
-            ctx.eval(f"__he.{n}") for n in ("call", "prepare", "regex", "fresh")
+        self.call, self.call_keyed, self.set_config, self.prepare, self.regex, self.fresh = (
+            ctx.eval(f"__he.{n}")
+            for n in ("call", "callKeyed", "config", "prepare", "regex", "fresh")
         )
         self.calls = 0
         self.baseline = 0
+        self.configs: set[str] = set()  # config keys parsed here (prelude.js keeps 4 at most)
+        self.unchecked = 0
+        self.unchecked_cpu = 0.0
+
+
+class _Script:
+    """What a worker remembers of a recent script: enough to prepare its context again."""
+
+    __slots__ = ("limits", "plan", "source")
+
+    def __init__(self, source: str, limits: dict[str, int], plan: dict[str, Any] | None) -> None:
+        self.source = source
+        self.limits = limits
+        self.plan = plan
+        """The ``top_level`` plan from the host (see jsscope.py); None: the top level runs on
+        every call (no plan, or a call wrote to a kept constant)."""
 
 
 class JavaScriptRuntime:
@@ -76,13 +127,24 @@ class JavaScriptRuntime:
         self._regex_src = (_JS_DIR / "regex.js").read_text(encoding="utf-8")
         self._host_src = (_JS_DIR / "host.js").read_text(encoding="utf-8")
         self._prelude = (_JS_DIR / "prelude.js").read_text(encoding="utf-8")
+        self._capacity = DEFAULT_CAPACITY
         self._ready: OrderedDict[str, _Context] = OrderedDict()
-        self._recent: OrderedDict[str, tuple[str, dict[str, int]]] = OrderedDict()
+        self._recent: OrderedDict[str, _Script] = OrderedDict()
         self._regex_ctx: _Context | None = None
         self._regex_call: object = None
         self._used: list[_Context] = []
         self._last: tuple[str, _Context] | None = None
         self._limits_text: dict[str, str] = {}
+
+    def set_capacity(self, n: int) -> None:
+        """Keep prepared contexts (and sources) for the ``n`` most recent scripts (at least 1).
+
+        The host sizes it to the scripts it loaded, up to ``scripts.max_contexts``; with more
+        scripts in rotation than contexts, a call may find its context gone and prepare one on
+        its own time (see ``context_capacity`` in jsscope.py).
+        """
+        self._capacity = max(1, n)
+        self._trim()
 
     def _new(self, limits: dict[str, int], *, sealed: bool = True) -> _Context:
         ctx = _quickjs.Context()
@@ -97,12 +159,19 @@ class JavaScriptRuntime:
         return fns
 
     def _prepare(
-        self, source: str, limits: dict[str, int], *, timeout_ms: int, trial: bool = False
+        self,
+        source: str,
+        limits: dict[str, int],
+        *,
+        timeout_ms: int,
+        trial: bool = False,
+        plan: dict[str, Any] | None = None,
     ) -> tuple[_Context | None, dict[str, Any]]:
         """A sealed context with the script's wrapper parsed (and, on trial, run once).
 
         The source is first parsed on its own as a Script in a bare context (nothing runs): a
         source that is not a Script, e.g. one that closes the wrapper's brace, never reaches it.
+        With a usable ``plan`` the top level runs here, once, and its constants are kept.
         """
         failure = _syntax_error(source, limits)
         if failure is not None:
@@ -111,12 +180,19 @@ class JavaScriptRuntime:
         table = ", ".join(f'{n}: typeof {n} === "function" ? {n} : undefined' for n in names)
         body = _STRICT + "\n" * LINE_OFFSET + source
         wrapped = "(function () {" + body + "\n;return {" + table + "};})"
+        once = _once_wrappers(source, plan, table, limits) if plan is not None else None
         c = self._new(limits)
         c.ctx.set_time_limit(timeout_ms / 1000)
         started = time.process_time()
         try:
-            raw = c.prepare(wrapped, "host" in source, bool(_USES_REGEX.search(source)), trial)
-            jobs = _settle(c, timeout_ms, started) if trial else False
+            raw = c.prepare(
+                wrapped,
+                "host" in source,
+                bool(_USES_REGEX.search(source)),
+                trial,
+                *(once or (None, None, False)),
+            )
+            jobs = _settle(c, timeout_ms, started) if trial or once else False
         finally:
             c.ctx.set_time_limit(-1)
         c.baseline = c.ctx.memory()["memory_used_size"]
@@ -124,10 +200,14 @@ class JavaScriptRuntime:
         return (None if jobs else c), json.loads(raw)
 
     def compile(self, req: dict[str, Any]) -> dict[str, Any]:
-        limits = req["limits"]
+        limits, plan = req["limits"], req.get("top_level")
         try:
             c, loaded = self._prepare(
-                req["source"], limits, timeout_ms=limits["compile_timeout_ms"], trial=True
+                req["source"],
+                limits,
+                timeout_ms=limits["compile_timeout_ms"],
+                trial=True,
+                plan=plan,
             )
         except _FAILURES as exc:
             return _compile_failure(_limit_reason(str(exc), "loading the script"), None, None)
@@ -136,42 +216,87 @@ class JavaScriptRuntime:
             line, col = _user_position(err["stack"])
             kind = f"{err['type']}: " if err.get("type") else "SyntaxError: "
             return _compile_failure(f"{kind}{err['message']}", line, col)
+        self._remember(req["key"], _Script(req["source"], limits, _still(plan, loaded)))
         if c is not None:
-            self._keep(req["key"], req["source"], limits, c)
-        else:
-            self._remember(req["key"], req["source"], limits)
-        return {"ok": True, "functions": loaded["functions"]}
+            self._keep(req["key"], c)
+        return {"ok": True, "functions": loaded["functions"], "once": loaded["once"]}
 
     def call(self, req: dict[str, Any], line: str) -> dict[str, Any] | str:
         """Run one call; a success comes back as the finished answer line (see prelude.js)."""
+        limits_text = self._limits_json(req["limits_key"], req["limits"])
+        return self._run(req, lambda c: c.call(line, limits_text))
+
+    def call_v2(self, call: dict[str, Any], event_text: str) -> dict[str, Any] | str:
+        """Run one call of a batch: ``call`` as in worker.py, the event as its own JSON text.
+
+        The event text is parsed once, by the script's context; the config is parsed and
+        deep-frozen once per context and ``config_key``, and every call of that context then
+        hands the same frozen object to ``host.config``. A success comes back as the finished
+        answer line.
+        """
+        limits_text = self._limits_json(call["limits_key"], call["limits"])
+        state = call["state"]
+        state_text = json.dumps(state, separators=(",", ":")) if state else "{}"
+        config_key = call["config_key"]
+
+        def invoke(c: _Context) -> str:
+            if config_key not in c.configs:
+                self._load_config(c, config_key, call["config_text"])
+            raw: str = c.call_keyed(
+                event_text, call["function"], config_key, state_text, limits_text
+            )
+            return raw
+
+        return self._run(call, invoke)
+
+    def _load_config(self, c: _Context, key: str, text: str) -> None:
+        """Parse a config into ``c``; the memory it takes counts as the context's own."""
+        if len(c.configs) >= 4:
+            c.configs.clear()  # as prelude.js does
+        before = c.ctx.memory()["memory_used_size"]
+        c.set_config(key, text)
+        c.configs.add(key)
+        c.baseline += c.ctx.memory()["memory_used_size"] - before
+
+    def _run(self, req: dict[str, Any], invoke: Callable[[_Context], str]) -> dict[str, Any] | str:
         script, limits = req["script"], req["limits"]
         key = script["key"]
         known = self._recent.get(key)
-        source = script.get("source") or (known[0] if known else None)
-        if source is None:
+        if script.get("source") is not None:
+            if known is None or known.source != script["source"]:
+                known = _Script(script["source"], limits, script.get("top_level"))
+        elif known is None:
             return {"ok": False, "kind": "need_source"}
+        known.limits = limits
         c = self._ready.pop(key, None)
         started = time.perf_counter()
         healthy = keep = False
+        cpu = time.process_time()
         try:
             if c is None:
-                c, loaded = self._prepare(source, limits, timeout_ms=limits["timeout_ms"])
+                c, loaded = self._prepare(
+                    known.source, limits, timeout_ms=limits["timeout_ms"], plan=known.plan
+                )
                 if not loaded["ok"]:
                     return _error(loaded["error"], "error")
+                known.plan = _still(known.plan, loaded)
             assert c is not None
             c.ctx.set_memory_limit(limits["memory_mb"] * 1024 * 1024)
             c.ctx.set_max_stack_size(limits["stack_kb"] * 1024)
             c.ctx.set_time_limit(limits["timeout_ms"] / 1000)
             cpu = time.process_time()
-            raw: str = c.call(line, self._limits_json(req["limits_key"], limits))
+            raw = invoke(c)
             jobs = _settle(c, limits["timeout_ms"], cpu)
             c.ctx.set_time_limit(-1)
+            if raw.startswith("!"):  # a call wrote to a kept constant: fresh top levels from now
+                raw = raw[1:]
+                known.plan = None
             healthy = raw.startswith('{"ok":true,')
             keep = healthy and not jobs
         except _FAILURES as exc:
             return _limit_failure(str(exc), isinstance(exc, _quickjs.StackOverflow))
         finally:
-            self._after(key, source, limits, c, healthy=keep)
+            self._after(key, known, c, healthy=keep, cpu=time.process_time() - cpu)
         if healthy:
             duration = (time.perf_counter() - started) * 1000
             return f'{raw[:-1]},"duration_ms":{duration:.4f}}}'
@@ -186,13 +311,15 @@ class JavaScriptRuntime:
         return text
 
     def _after(
-        self, key: str, source: str, limits: dict[str, int], c: _Context | None, *, healthy: bool
+        self, key: str, known: _Script, c: _Context | None, *, healthy: bool, cpu: float
     ) -> None:
         """Keep a context that served a call well; anything else is freed after the answer."""
-        self._remember(key, source, limits)
+        self._remember(key, known)
         if c is None:
             return
         c.calls += 1
+        c.unchecked += 1
+        c.unchecked_cpu += cpu
         if healthy and c.calls < RECYCLE_CALLS:
             self._ready[key] = c
             self._last = (key, c)
@@ -200,30 +327,30 @@ class JavaScriptRuntime:
             # Freeing a context costs about as much as making one: do it after the answer.
             self._used.append(c)
 
-    def _keep(self, key: str, source: str, limits: dict[str, int], c: _Context) -> None:
-        self._remember(key, source, limits)
+    def _keep(self, key: str, c: _Context) -> None:
         old = self._ready.pop(key, None)
         if old is not None:
             self._used.append(old)
         self._ready[key] = c
 
-    def _remember(self, key: str, source: str, limits: dict[str, int]) -> None:
-        self._recent[key] = (source, limits)
+    def _remember(self, key: str, known: _Script) -> None:
+        self._recent[key] = known
         self._recent.move_to_end(key)
-        while len(self._recent) > _READY_SCRIPTS:
+        self._trim()
+
+    def _trim(self) -> None:
+        while len(self._recent) > self._capacity:
             old, _ = self._recent.popitem(last=False)
             gone = self._ready.pop(old, None)
             if gone is not None:
                 self._used.append(gone)
 
     def prepare(self) -> None:
-        """Between calls: retire a context a call left memory in, free used ones, prepare anew."""
+        """Between calls: retire a context calls left memory in, free used ones, prepare anew."""
         last, self._last = self._last, None
         if last is not None:
             key, c = last
-            leftover = c.ctx.memory()["memory_used_size"] - c.baseline
-            limit = self._recent[key][1]["memory_mb"] * 1024 * 1024 if key in self._recent else 0
-            if leftover > limit // LEFTOVER_SHARE and self._ready.get(key) is c:
+            if self._ready.get(key) is c and self._left_memory(key, c):
                 self._used.append(self._ready.pop(key))
         self._used.clear()
         if not self._recent:
@@ -231,13 +358,30 @@ class JavaScriptRuntime:
         key = next(reversed(self._recent))
         if key in self._ready:
             return
-        source, limits = self._recent[key]
+        known = self._recent[key]
         try:
-            fresh, loaded = self._prepare(source, limits, timeout_ms=limits["compile_timeout_ms"])
+            fresh, loaded = self._prepare(
+                known.source,
+                known.limits,
+                timeout_ms=known.limits["compile_timeout_ms"],
+                plan=known.plan,
+            )
         except (_quickjs.JSException, _quickjs.StackOverflow):
             return
         if fresh is not None and loaded["ok"]:
+            known.plan = _still(known.plan, loaded)
             self._ready[key] = fresh
+
+    def _left_memory(self, key: str, c: _Context) -> bool:
+        """Whether calls left more than a quarter of the memory limit in use; looked at only
+        every CHECK_CALLS calls or CHECK_CPU_S of calls' CPU (a look walks the heap)."""
+        if c.unchecked < CHECK_CALLS and c.unchecked_cpu < CHECK_CPU_S:
+            return False
+        c.unchecked, c.unchecked_cpu = 0, 0.0
+        leftover = c.ctx.memory()["memory_used_size"] - c.baseline
+        known = self._recent.get(key)
+        limit = known.limits["memory_mb"] * 1024 * 1024 if known is not None else 0
+        return leftover > limit // LEFTOVER_SHARE
 
     def regex(self, op: dict[str, Any], *, call: object, remaining_s: float, memory_mb: int) -> Any:
         """host.match/redact for Python scripts: the same engine, in a context of its own.
@@ -266,6 +410,12 @@ class JavaScriptRuntime:
         if not raw["ok"]:
             raise ValueError(raw["error"]["message"])
         return raw["value"]
+
+
+def _still(plan: dict[str, Any] | None, loaded: dict[str, Any]) -> dict[str, Any] | None:
+    """The plan to prepare with next time: none once the worker refused to keep the constants
+    (they are not plain data), so the top level is not run twice on every prepare."""
+    return None if loaded.get("once") == "refused" else plan
 
 
 def _settle(c: _Context, timeout_ms: int, started: float) -> bool:
@@ -306,6 +456,47 @@ def _syntax_error(source: str, limits: dict[str, int]) -> dict[str, Any] | None:
     if "strict" not in message and _parse("throw 0;" + "\n" * LINE_OFFSET + source, limits) is None:
         message += " (scripts run in strict mode)"
     return {"type": "SyntaxError", "message": message, "stack": err["stack"], "invalid": False}
+
+
+def _once_wrappers(
+    source: str, plan: dict[str, Any], table: str, limits: dict[str, int]
+) -> tuple[str, str, bool] | None:
+    """The two wrappers of a top level that runs once (see prelude.js runOnce), or None.
+
+    The plan comes from the host (jsscope.py); it is checked here as if it were hostile: its
+    names must be plain identifiers, and its body must parse on its own as a strict Script, so
+    neither wrapper can be closed early. A wrong plan can make a script misbehave, never share
+    anything but the frozen copies: the body runs anew on every call.
+    """
+    names, param, body = plan.get("names"), plan.get("param"), plan.get("body")
+    if not (
+        isinstance(names, list)
+        and all(isinstance(n, str) and _IDENTIFIER.match(n) for n in names)
+        and isinstance(param, str)
+        and _IDENTIFIER.match(param)
+        and isinstance(body, str)
+        and _syntax_error(body, limits) is None
+    ):
+        return None
+    values = (
+        "(function () {"
+        + _STRICT
+        + "\n" * LINE_OFFSET
+        + source
+        + "\n;return ["
+        + ", ".join(names)
+        + "];})"
+    )
+    once_body = (
+        f"(function ({param}) {{"
+        + _STRICT
+        + "\n" * LINE_OFFSET
+        + body
+        + "\n;return {"
+        + table
+        + "};})"
+    )
+    return values, once_body, bool(plan.get("objects"))
 
 
 def _parse(text: str, limits: dict[str, int]) -> str | None:

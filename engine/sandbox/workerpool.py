@@ -85,6 +85,7 @@ class WorkerPool:
             "source": source,
             "filename": filename,
             "key": script.key,
+            "top_level": script.top_level,
         }
         try:
             answer = self._exchange(message, lang, limits, budget_ms=limits.compile_timeout_ms)
@@ -221,8 +222,10 @@ def _encode(
     """The request line for ``worker``: source and limits only if it lacks them; size-capped."""
     if script is not None and script.key not in worker.known:
         message["script"]["source"] = script.source
+        message["script"]["top_level"] = script.top_level
     else:
         message.get("script", {}).pop("source", None)
+        message.get("script", {}).pop("top_level", None)
     if limits.key not in worker.known:
         message["limits"] = limits.as_wire()
     else:
