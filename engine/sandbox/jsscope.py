@@ -21,11 +21,6 @@ import re
 from functools import lru_cache
 from typing import Any
 
-MAX_CONTEXTS = 64
-"""Default of ``scripts.max_contexts``: prepared contexts one worker keeps at most. One prepared
-context of a small script uses about 0.4 MB in the worker (``python
-bench/bench_js_runtime.py`` prints it), so 64 cost about 25 MB per worker."""
-
 _TOP_LEVEL_KINDS = {"comment", "empty_statement", "function_declaration"}
 _GENERATOR = "generator_function_declaration"
 _SWALLOWS = {"try_statement", "await_expression"}
@@ -58,7 +53,7 @@ def context_capacity(scripts: int, *, cap: int) -> tuple[int, str | None]:
         f"{scripts} JavaScript script hooks are loaded but scripts.max_contexts is {cap}: "
         f"with more than {cap} of them in rotation, calls will prepare their context on their "
         "own time (milliseconds each, and at tight timeouts spurious 'did not finish' "
-        "failures); raise scripts.max_contexts (about 0.4 MB per context per worker)"
+        "failures); raise scripts.max_contexts (about 0.5 MB per context per worker)"
     )
 
 

@@ -50,8 +50,9 @@ globalThis.__he = (function (g) {
         if (d !== undefined) { if ("value" in d) { todo.push(d.value); } else { todo.push(d.get, d.set); } }
       }
     }
+    return seen;
   }
-  deepFreeze([g, getProto(function* () {}), getProto(async function () {}), getProto(async function* () {}),
+  var realm = deepFreeze([g, getProto(function* () {}), getProto(async function () {}), getProto(async function* () {}),
     getProto([][Symbol.iterator]()), getProto(new Map()[Symbol.iterator]()), getProto(new Set()[Symbol.iterator]()),
     getProto(""[Symbol.iterator]()), getProto(/a/[Symbol.matchAll]("")),
     getProto([].values().map(function (x) { return x; })), getProto(Iterator.from({ next: function () {} })),
@@ -220,7 +221,8 @@ globalThis.__he = (function (g) {
      behave differently from the original or carry state: a function (a closure may hold
      mutable variables), a getter or setter, any object but a plain object, an array or a regex
      without g/y (Map, Set, typed arrays, class instances... and, when ``objects`` is false, any
-     object at all). The copies are made here, from own data properties only, so whatever the
+     object at all). Built-ins (``Object.prototype.hasOwnProperty``, ``Math``...) are kept as
+     they are: they were frozen above and every call shares them anyway. The copies are made here, from own data properties only, so whatever the
      top level built, what calls share is plain data this file created and froze; sharing and
      cycles between the values are kept. */
   var NOPE = freeze({}), RegExpProto = RegExp.prototype, reSource = gopd(RegExpProto, "source").get;
@@ -241,7 +243,7 @@ globalThis.__he = (function (g) {
   function keep(values, objects) {
     var copies = new Map(), todo = [];
     function copyOf(v) {
-      if (v === null || (typeof v !== "object" && typeof v !== "function")) { return v; }
+      if (v === null || (typeof v !== "object" && typeof v !== "function") || realm.has(v)) { return v; }
       if (typeof v === "function" || !objects) { throw NOPE; }
       var c = copies.get(v);
       if (c !== undefined) { return c; }
