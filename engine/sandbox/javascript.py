@@ -92,6 +92,7 @@ class _Context:
         "set_config",
         "unchecked",
         "unchecked_cpu",
+        "used",
     )
 
     def __init__(self, ctx: Any) -> None:
@@ -105,6 +106,7 @@ class _Context:
         self.configs: set[str] = set()  # config keys parsed here (prelude.js keeps 4 at most)
         self.unchecked = 0
         self.unchecked_cpu = 0.0
+        self.used = 0.0
 
 
 class _Script:
@@ -271,7 +273,6 @@ class JavaScriptRuntime:
         c = self._ready.pop(key, None)
         started = time.perf_counter()
         healthy = keep = False
-        cpu = time.process_time()
         try:
             if c is None:
                 c, loaded = self._prepare(
@@ -296,7 +297,7 @@ class JavaScriptRuntime:
         except _FAILURES as exc:
             return _limit_failure(str(exc), isinstance(exc, _quickjs.StackOverflow))
         finally:
-            self._after(key, known, c, healthy=keep, cpu=time.process_time() - cpu)
+            self._after(key, known, c, healthy=keep)
         if healthy:
             duration = (time.perf_counter() - started) * 1000
             return f'{raw[:-1]},"duration_ms":{duration:.4f}}}'
@@ -310,16 +311,14 @@ class JavaScriptRuntime:
             self._limits_text = {key: text}  # one set of limits is the common case
         return text
 
-    def _after(
-        self, key: str, known: _Script, c: _Context | None, *, healthy: bool, cpu: float
-    ) -> None:
+    def _after(self, key: str, known: _Script, c: _Context | None, *, healthy: bool) -> None:
         """Keep a context that served a call well; anything else is freed after the answer."""
         self._remember(key, known)
         if c is None:
             return
         c.calls += 1
         c.unchecked += 1
-        c.unchecked_cpu += cpu
+        c.unchecked_cpu += c.used  # the call's CPU time, from _settle
         if healthy and c.calls < RECYCLE_CALLS:
             self._ready[key] = c
             self._last = (key, c)
@@ -421,6 +420,7 @@ def _still(plan: dict[str, Any] | None, loaded: dict[str, Any]) -> dict[str, Any
 def _settle(c: _Context, timeout_ms: int, started: float) -> bool:
     """After script code ran: raise _Overtime if its CPU time reached the limit (the binding's
     clock; an interrupt the script caught is still final), and say whether it left promise jobs.
+    The CPU time used is left in ``c.used``.
 
     No job may run in a later call, and only running one tells whether any is queued: the first
     runs now, after the answer is fixed and within what is left of the time limit, and a context
@@ -438,8 +438,10 @@ def _settle(c: _Context, timeout_ms: int, started: float) -> bool:
         queued = True
     except _quickjs.StackOverflow:
         queued = True
-    if time.process_time() - started >= timeout_ms / 1000:
+    used = time.process_time() - started
+    if used >= timeout_ms / 1000:
         raise _Overtime
+    c.used = used
     return queued
 
 

@@ -763,3 +763,24 @@ def test_a_kept_top_level_runs_once_per_context_through_the_pool(one_worker: Wor
         assert one_worker.call(script, "on_tool_call", {}, config={}, state={}).value == {
             "first": 1
         }
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_the_rerun_after_a_write_to_a_kept_constant_gets_new_inputs(keyed: bool) -> None:
+    # What the first run changed in the event (or, on the one-line path, in the config) is gone.
+    from engine.sandbox.jsscope import top_level_plan
+
+    source = (
+        "const K = [];\nfunction on_tool_call(event, host) {\n"
+        "  if (event.input.seen || host.config.seen) { return {second: true}; }\n"
+        "  event.input.seen = true;\n  if (!Object.isFrozen(host.config)) { host.config.seen = true; }\n"
+        "  K.push(1);\n  return {second: false};\n}\n"
+    )
+    plan = top_level_plan(source)
+    assert plan is not None
+    js = JavaScriptRuntime()
+    req = {"source": source, "filename": "t.js", "key": "k", "limits": LIMITS}
+    assert js.compile({**req, "top_level": {**plan, "objects": True}})["once"] == "once"
+    answer = keyed_call(js, "x") if keyed else js_call(js, "x")
+    assert answer["value"] == {"second": False}
+    assert js._recent["k"].plan is None

@@ -165,9 +165,10 @@ globalThis.__he = (function (g) {
 
   /* One call of the loaded script. On success the answer line itself (checked here, inside the
      limits, so the worker only forwards it); on failure a description of the error for the
-     worker to classify. ``perCall`` runs the whole top level anew even if constants are kept. */
-  function run(req, perCall) {
-    var L = req.limits, value;
+     worker to classify. ``request()`` makes the call's inputs (new objects each time it is
+     asked); ``perCall`` runs the whole top level anew even if constants are kept. */
+  function run(request, perCall) {
+    var req = request(), L = req.limits, value;
     var out = { logs: [], dropped_logs: 0, emits: [], state_writes: {}, state_ttls: {} };
     impl = null;
     freshPatterns();
@@ -190,11 +191,12 @@ globalThis.__he = (function (g) {
       /* A TypeError with kept constants may be a write to one of them, which a fresh top level
          would have allowed: the call runs again with a fresh top level, and so do all later
          calls of this context ("!" tells the worker). Such a script has no try, async code or
-         reflection on frozenness (jsscope.py), so the error could not have been swallowed. */
+         reflection on frozenness (jsscope.py), so the error could not have been swallowed;
+         the event, state and config it gets are new, so what the first run changed is gone. */
       if (!perCall && kept !== null && e instanceof TypeError && !e.heInvalid && !e.heHost) {
         body = null;
         kept = null;
-        return "!" + run(req, true);
+        return "!" + run(request, true);
       }
       return stringify({ ok: false, error: describe(e) });
     }
@@ -205,16 +207,17 @@ globalThis.__he = (function (g) {
 
   /* The whole request as one JSON line (config included, parsed anew every call). */
   function call(line, limitsJSON) {
-    var req = parse(line);
-    req.limits = limitsOf(limitsJSON);
-    return run(req, false);
+    var L = limitsOf(limitsJSON);
+    return run(function () { var req = parse(line); req.limits = L; return req; }, false);
   }
 
   /* The event as its own JSON text (parsed only here), the config by key (see setConfig). */
   function callKeyed(eventText, name, configKey, stateText, limitsJSON) {
     if (!configs.has(configKey)) { fail("call", "no config is loaded for this call"); }
-    return run({ function: name, event: parse(eventText), config: configs.get(configKey),
-      state: parse(stateText), limits: limitsOf(limitsJSON) }, false);
+    var config = configs.get(configKey), L = limitsOf(limitsJSON);
+    return run(function () {
+      return { function: name, event: parse(eventText), config: config, state: parse(stateText), limits: L };
+    }, false);
   }
 
   /* Frozen plain copies of the values a script's top level computed, or null where a copy could
