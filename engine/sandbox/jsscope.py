@@ -12,7 +12,8 @@ writes to a kept constant gets a TypeError where the fresh top level would have 
 and the worker then runs that call again with a fresh top level (and every later call). That
 works only if the error reaches the worker, so a script that could swallow it (``try``,
 ``async``, promises) or look at frozenness (``Object.isFrozen``, ``Reflect``, ``Proxy``...) keeps
-only primitive constants (strings, numbers...), which nothing can write to.
+only primitive constants (strings, numbers...), which nothing can write to. Names count in code
+and in strings (a string can become a computed key), not in comments.
 """
 
 from __future__ import annotations
@@ -23,16 +24,23 @@ from typing import Any
 
 _TOP_LEVEL_KINDS = {"comment", "empty_statement", "function_declaration"}
 _GENERATOR = "generator_function_declaration"
-_SWALLOWS = {"try_statement", "await_expression"}
-"""Nodes that can catch an error before it leaves the call."""
+_SWALLOWS = {"try_statement", "await_expression", "async", "using_declaration", "import"}
+"""Nodes that can catch an error before it leaves the call, defer it to a promise, or wrap it
+in another (disposal)."""
+_NAMED = {
+    "identifier",
+    "property_identifier",
+    "shorthand_property_identifier",
+    "shorthand_property_identifier_pattern",
+    "string_fragment",
+}
+"""Nodes whose text is a name or may become one (a string used as a computed key)."""
 _OBSERVES = re.compile(
-    r"\b(?:Proxy|Reflect|globalThis|Promise|AsyncDisposableStack|fromAsync|isFrozen|isSealed"
-    r"|isExtensible|getOwnPropertyDescriptors?|DisposableStack|using|import)\b"
+    r"\b(?:Proxy|Reflect|globalThis|Promise|AsyncDisposableStack|DisposableStack|fromAsync"
+    r"|isFrozen|isSealed|isExtensible|getOwnPropertyDescriptors?|dispose|asyncDispose)\b"
 )
-"""Names (anywhere, strings and comments included: this errs on the safe side) through which a
-call could catch an error, reach a promise, wrap an error in another (disposal), or tell a
-frozen object from a fresh one."""
-_EVAL = re.compile(r"\beval\b")
+"""Names through which a call could catch an error, reach a promise, wrap an error in another
+(disposal), or tell a frozen object from a fresh one."""
 _PARAM = "__heKept"
 
 
@@ -69,8 +77,6 @@ def top_level_plan(source: str) -> dict[str, Any] | None:
         (False for a script that could swallow or observe a write to a frozen object).
         Cached by source (the same file under many owners is parsed once); do not mutate it.
     """
-    if _EVAL.search(source):
-        return None
     data = source.encode("utf-8", "surrogatepass")
     tree = _parser().parse(data)
     root = tree.root_node
@@ -87,6 +93,9 @@ def top_level_plan(source: str) -> dict[str, Any] | None:
             return None
     if not consts:
         return None
+    names_eval, observes = _scan(root)
+    if names_eval:
+        return None
     param = _PARAM
     while param in source:
         param += "_"
@@ -95,7 +104,7 @@ def top_level_plan(source: str) -> dict[str, Any] | None:
         "names": names,
         "param": param,
         "body": _body(data, consts, param),
-        "objects": not (_OBSERVES.search(source) or _swallows(root)),
+        "objects": not observes,
     }
 
 
@@ -128,15 +137,21 @@ def _const_names(node: Any) -> list[str] | None:
     return names or None
 
 
-def _swallows(root: Any) -> bool:
-    """Whether anything in the script can catch an error or defer it to a promise."""
+def _scan(root: Any) -> tuple[bool, bool]:
+    """Whether the script names ``eval`` (code, not comments), and whether anything in it can
+    swallow an error or observe frozenness (``_SWALLOWS``, ``_OBSERVES``)."""
+    names_eval = observes = False
     todo = [root]
     while todo:
         node = todo.pop()
-        if node.type in _SWALLOWS or node.type == "async":
-            return True
+        if node.type in _SWALLOWS:
+            observes = True
+        elif node.type in _NAMED:
+            text = node.text.decode("utf-8", "surrogatepass")
+            names_eval = names_eval or (node.type == "identifier" and text == "eval")
+            observes = observes or bool(_OBSERVES.search(text))
         todo.extend(node.children)
-    return False
+    return names_eval, observes
 
 
 def _body(data: bytes, consts: list[tuple[int, int, list[str]]], param: str) -> str:

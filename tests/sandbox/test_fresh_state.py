@@ -589,7 +589,7 @@ ONCE_REFUSED: dict[str, tuple[str, str, str]] = {
     "let_at_top": ("let n = {v: 0};", "n.v += 1;", "n.v !== 0"),
     "var_at_top": ("var n = {v: 0};", "n.v += 1;", "n.v !== 0"),
     "class_at_top": ("class C { static n = 0; }", "C.n += 1;", "C.n !== 0"),
-    "eval_named": ("const E = 'eval'; const K = {n: 0};", "K.n += 1;", "K.n !== 0"),
+    "eval_named": ("const E = typeof eval; const K = {n: 0};", "K.n += 1;", "K.n !== 0"),
     "write_caught_by_try": ("const K = {n: 0};", "try { K.n += 1; } catch (e) {}", "K.n !== 0"),
     "write_in_async_function": (
         "const K = {list: []};",

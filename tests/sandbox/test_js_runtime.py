@@ -205,6 +205,9 @@ def test_anything_else_at_top_level_runs_on_every_call(top: str) -> None:
         "Object.getOwnPropertyDescriptor(K, 0);",
         "Array.fromAsync([]);",
         "new DisposableStack();",
+        "{ using d = null; }",
+        "import('x');",
+        "var k = {}['isFro' + 'zen'], j = Object['isFrozen'];",
     ],
 )
 def test_a_script_that_could_swallow_or_observe_a_frozen_write_keeps_only_primitives(
@@ -247,3 +250,12 @@ def test_a_hostile_plan_cannot_leave_its_wrapper() -> None:
         {"source": source, "filename": "t.js", "key": "k2", "limits": LIMITS, "top_level": bad_name}
     )
     assert answer["ok"] and answer["once"] == "no"
+
+
+def test_names_in_comments_change_nothing() -> None:
+    source = (
+        "// eval, try, using, Promise, Object.isFrozen: only words here\n"
+        "const K = [1];\nfunction on_tool_call(e, h) { /* async import */ return null; }\n"
+    )
+    plan = top_level_plan(source)
+    assert plan is not None and plan["objects"] is True
