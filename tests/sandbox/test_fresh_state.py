@@ -784,3 +784,17 @@ def test_the_rerun_after_a_write_to_a_kept_constant_gets_new_inputs(keyed: bool)
     answer = keyed_call(js, "x") if keyed else js_call(js, "x")
     assert answer["value"] == {"second": False}
     assert js._recent["k"].plan is None
+
+
+def test_a_body_that_does_not_compile_leaves_the_top_level_to_every_call() -> None:
+    # A name written with escapes can clash with the body's parameter: no load error for it.
+    from engine.sandbox.jsscope import top_level_plan
+
+    source = "const K = [1];\nconst \\u005f_heKept = 2;\nfunction on_tool_call(event, host) { return {n: K.length}; }\n"
+    plan = top_level_plan(source)
+    assert plan is not None and plan["param"] == "__heKept"
+    js = JavaScriptRuntime()
+    req = {"source": source, "filename": "t.js", "key": "k", "limits": LIMITS, "top_level": plan}
+    answer = js.compile(req)
+    assert answer["ok"] and answer["once"] != "once"
+    assert keyed_call(js, "x")["value"] == {"n": 1}

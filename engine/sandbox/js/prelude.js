@@ -294,11 +294,14 @@ globalThis.__he = (function (g) {
      their kept copies. The constants a body binds are frozen, so a call can read them but not
      change them; everything else it makes (its functions included) is new each call. */
   function runOnce(valuesWrapped, bodyWrapped, objects) {
-    var copies = keep(indirectEval(valuesWrapped)(), objects);
+    var copies = keep(indirectEval(valuesWrapped)(), objects), made;
     if (copies === null) { return "refused"; }
-    body = indirectEval(bodyWrapped);
-    freeze(body);
-    freeze(body.prototype);
+    /* The body only rebinds names the source declares; should it not compile (a name written
+       with escapes that clashes with the parameter), the top level runs every call instead. */
+    try { made = indirectEval(bodyWrapped); } catch (e) { return "refused"; }
+    freeze(made);
+    freeze(made.prototype);
+    body = made;
     kept = copies;
     return "once";
   }
