@@ -42,6 +42,7 @@ _OBSERVES = re.compile(
 """Names through which a call could catch an error, reach a promise, wrap an error in another
 (disposal), or tell a frozen object from a fresh one."""
 _PARAM = "__heKept"
+_CONST = re.compile(r"\bconst\b")
 
 
 def context_capacity(scripts: int, *, cap: int) -> tuple[int, str | None]:
@@ -77,6 +78,8 @@ def top_level_plan(source: str) -> dict[str, Any] | None:
         (False for a script that could swallow or observe a write to a frozen object).
         Cached by source (the same file under many owners is parsed once); do not mutate it.
     """
+    if not _CONST.search(source):
+        return None  # no constants to keep; and no parser to import (a one-shot's start-up)
     data = source.encode("utf-8", "surrogatepass")
     tree = _parser().parse(data)
     root = tree.root_node

@@ -259,3 +259,12 @@ def test_names_in_comments_change_nothing() -> None:
     )
     plan = top_level_plan(source)
     assert plan is not None and plan["objects"] is True
+
+
+def test_a_script_without_the_word_const_is_not_parsed() -> None:
+    # The parser is imported and run only for a script that may have constants to keep.
+    from engine.sandbox import jsscope
+
+    jsscope._parser.cache_clear()
+    assert top_level_plan("var K = [1];\nfunction on_tool_call(e, h) { return null; }\n") is None
+    assert jsscope._parser.cache_info().currsize == 0
