@@ -135,7 +135,9 @@ class JavaScriptRuntime:
         self._regex_ctx: _Context | None = None
         self._regex_call: object = None
         self._used: list[_Context] = []
-        self._last: tuple[str, _Context] | None = None
+        # Scripts called since the last prepare() (a batch calls several), with the context
+        # kept for each (None: it was thrown away).
+        self._touched: dict[str, _Context | None] = {}
         self._limits_text: dict[str, str] = {}
 
     def set_capacity(self, n: int) -> None:
@@ -319,9 +321,10 @@ class JavaScriptRuntime:
         c.calls += 1
         c.unchecked += 1
         c.unchecked_cpu += c.used  # the call's CPU time, from _settle
-        if healthy and c.calls < RECYCLE_CALLS:
+        kept = healthy and c.calls < RECYCLE_CALLS
+        self._touched[key] = c if kept else None
+        if kept:
             self._ready[key] = c
-            self._last = (key, c)
         else:
             # Freeing a context costs about as much as making one: do it after the answer.
             self._used.append(c)
@@ -345,18 +348,18 @@ class JavaScriptRuntime:
                 self._used.append(gone)
 
     def prepare(self) -> None:
-        """Between calls: retire a context calls left memory in, free used ones, prepare anew."""
-        last, self._last = self._last, None
-        if last is not None:
-            key, c = last
-            if self._ready.get(key) is c and self._left_memory(key, c):
+        """Between requests: retire contexts calls left memory in, free used ones, and prepare
+        anew the contexts the request's scripts lost (a batch may have called several)."""
+        touched, self._touched = self._touched, {}
+        for key, c in touched.items():
+            if c is not None and self._ready.get(key) is c and self._left_memory(key, c):
                 self._used.append(self._ready.pop(key))
         self._used.clear()
-        if not self._recent:
-            return
-        key = next(reversed(self._recent))
-        if key in self._ready:
-            return
+        for key in list(touched) or list(self._recent)[-1:]:
+            if key in self._recent and key not in self._ready:
+                self._prepare_ready(key)
+
+    def _prepare_ready(self, key: str) -> None:
         known = self._recent[key]
         try:
             fresh, loaded = self._prepare(

@@ -268,3 +268,29 @@ def test_a_script_without_the_word_const_is_not_parsed() -> None:
     jsscope._parser.cache_clear()
     assert top_level_plan("var K = [1];\nfunction on_tool_call(e, h) { return null; }\n") is None
     assert jsscope._parser.cache_info().currsize == 0
+
+
+def test_after_a_batch_every_script_it_called_is_looked_after() -> None:
+    # Two scripts called in one request, as a batch does: both lose their context (one to a
+    # failure, one to memory left behind) and both get a new one before the next request.
+    failing = GUARD.replace("return null;", "throw new Error('x');")
+    js = JavaScriptRuntime()
+    load(js, "a", failing)
+    load(js, "b")
+    b_context = js._ready["b"]
+    b_context.baseline -= LIMITS["memory_mb"] * 1024 * 1024
+    b_context.unchecked_cpu = 1.0  # due for a look at its memory
+    for key in ("a", "b"):
+        call = {
+            "function": "on_tool_call",
+            "script": {"key": key, "filename": "t.js"},
+            "limits": LIMITS,
+            "limits_key": "l",
+            "config_key": "c1",
+            "config_text": json.dumps({"deny": []}),
+            "state": {},
+        }
+        js.call_v2(call, json.dumps(EVENT))
+    assert "a" not in js._ready
+    js.prepare()
+    assert "a" in js._ready and js._ready["b"] is not b_context
