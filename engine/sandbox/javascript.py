@@ -135,6 +135,9 @@ class JavaScriptRuntime:
         self._regex_ctx: _Context | None = None
         self._regex_call: object = None
         self._used: list[_Context] = []
+        # Texts that parsed on their own as strict Scripts: a context prepared again for the
+        # same source (and plan body) skips that check.
+        self._parsed: set[str] = set()
         # Scripts called since the last prepare() (a batch calls several), with the context
         # kept for each (None: it was thrown away).
         self._touched: dict[str, _Context | None] = {}
@@ -177,14 +180,16 @@ class JavaScriptRuntime:
         source that is not a Script, e.g. one that closes the wrapper's brace, never reaches it.
         With a usable ``plan`` the top level runs here, once, and its constants are kept.
         """
-        failure = _syntax_error(source, limits)
-        if failure is not None:
-            return None, {"ok": False, "error": failure}
+        if source not in self._parsed:
+            failure = _syntax_error(source, limits)
+            if failure is not None:
+                return None, {"ok": False, "error": failure}
+            self._note_parsed(source)
         names = sorted(set(_NAMES.findall(source)))
         table = ", ".join(f'{n}: typeof {n} === "function" ? {n} : undefined' for n in names)
         body = _STRICT + "\n" * LINE_OFFSET + source
         wrapped = "(function () {" + body + "\n;return {" + table + "};})"
-        once = _once_wrappers(source, plan, table, limits) if plan is not None else None
+        once = _once_wrappers(source, plan, table, self._parses(limits)) if plan else None
         c = self._new(limits)
         c.ctx.set_time_limit(timeout_ms / 1000)
         started = time.process_time()
@@ -202,6 +207,22 @@ class JavaScriptRuntime:
         c.baseline = c.ctx.memory()["memory_used_size"]
         # Top-level code that queued promise jobs at load: its context is not kept.
         return (None if jobs else c), json.loads(raw)
+
+    def _note_parsed(self, text: str) -> None:
+        if len(self._parsed) >= 4 * self._capacity:
+            self._parsed.clear()
+        self._parsed.add(text)
+
+    def _parses(self, limits: dict[str, int]) -> Callable[[str], bool]:
+        def parses(text: str) -> bool:
+            if text in self._parsed:
+                return True
+            if _syntax_error(text, limits) is not None:
+                return False
+            self._note_parsed(text)
+            return True
+
+        return parses
 
     def compile(self, req: dict[str, Any]) -> dict[str, Any]:
         limits, plan = req["limits"], req.get("top_level")
@@ -464,7 +485,7 @@ def _syntax_error(source: str, limits: dict[str, int]) -> dict[str, Any] | None:
 
 
 def _once_wrappers(
-    source: str, plan: dict[str, Any], table: str, limits: dict[str, int]
+    source: str, plan: dict[str, Any], table: str, parses: Callable[[str], bool]
 ) -> tuple[str, str, bool] | None:
     """The two wrappers of a top level that runs once (see prelude.js runOnce), or None.
 
@@ -480,7 +501,7 @@ def _once_wrappers(
         and isinstance(param, str)
         and _IDENTIFIER.match(param)
         and isinstance(body, str)
-        and _syntax_error(body, limits) is None
+        and parses(body)
     ):
         return None
     values = (
