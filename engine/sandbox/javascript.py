@@ -301,6 +301,9 @@ class JavaScriptRuntime:
                 c, loaded = self._prepare(
                     known.source, limits, timeout_ms=limits["timeout_ms"], plan=known.plan
                 )
+                if c is None and loaded["ok"]:  # its top level, run once, queued promise jobs
+                    known.plan = None
+                    c, loaded = self._prepare(known.source, limits, timeout_ms=limits["timeout_ms"])
                 if not loaded["ok"]:
                     return _error(loaded["error"], "error")
                 known.plan = _still(known.plan, loaded)

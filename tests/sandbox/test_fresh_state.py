@@ -798,3 +798,17 @@ def test_a_body_that_does_not_compile_leaves_the_top_level_to_every_call() -> No
     answer = js.compile(req)
     assert answer["ok"] and answer["once"] != "once"
     assert keyed_call(js, "x")["value"] == {"n": 1}
+
+
+def test_a_kept_top_level_that_queues_promise_jobs_runs_on_every_call_instead() -> None:
+    from engine.sandbox.jsscope import top_level_plan
+
+    source = "const P = (async function () { await null; })(), N = 1;\nfunction on_tool_call(event, host) { return {n: N}; }\n"
+    plan = top_level_plan(source)
+    assert plan is not None and plan["objects"] is False
+    js = JavaScriptRuntime()
+    req = {"source": source, "filename": "t.js", "key": "k", "limits": LIMITS, "top_level": plan}
+    assert js.compile(req)["ok"]
+    assert "k" not in js._ready
+    for _ in range(2):
+        assert keyed_call(js, "x")["value"] == {"n": 1}
