@@ -33,8 +33,8 @@ globalThis.__he = (function (g) {
   Math.random = function random() { throw new TypeError("Math.random is not available"); };
   /* Freeze everything reachable from the built-ins and the intrinsics no global names (iterator,
      generator and async prototypes, %ThrowTypeError%): objects, their prototypes, getters and
-     setters. A call can then neither poison what this wrapper uses nor leave anything behind. */
-  /* This walk is most of the cost of preparing a context, so it is a plain loop that looks
+     setters. A call can then neither poison what this wrapper uses nor leave anything behind.
+     This walk is most of the cost of preparing a context, so it is a plain loop that looks
      at no more than it must: a closure per property, and the descriptors of every built-in
      function's length and name, made it about 1.4 times as slow (bench/bench_js_runtime.py
      prints what preparing a context costs). */
@@ -66,9 +66,11 @@ globalThis.__he = (function (g) {
     getProto([].values().map(function (x) { return x; })), getProto(Iterator.from({ next: function () {} })),
     Object.getOwnPropertyDescriptor(arguments, "callee").get]);
 
-  /* A misuse of the host API: marked, so it is never mistaken for a write to a kept constant. */
-  function fail(where, msg) { var e = new TypeError(where + ": " + msg); e.heHost = true; throw e; }
-  function invalid(msg, mark) { var e = new TypeError(msg); e.heHost = true; if (mark) { e.heInvalid = true; } return e; }
+  /* A misuse of the host API is marked (not enumerable, so it does not show in the error's
+     JSON or keys), so it is never mistaken for a write to a kept constant. */
+  function hostError(msg) { var e = new TypeError(msg); defineProperty(e, "heHost", { value: true }); return e; }
+  function fail(where, msg) { throw hostError(where + ": " + msg); }
+  function invalid(msg, mark) { var e = hostError(msg); if (mark) { e.heInvalid = true; } return e; }
   /* JSON.stringify runs getters, Proxies and toJSON here, inside the time limit; the replacer
      refuses anything that is not plain JSON, and the depth cap also stops cycles early. */
   function toJSON(value, maxDepth, maxChars, where, mark) {
