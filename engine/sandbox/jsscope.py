@@ -66,7 +66,7 @@ def context_capacity(scripts: int, *, cap: int) -> tuple[int, str | None]:
     )
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=32)
 def top_level_plan(source: str) -> dict[str, Any] | None:
     """The plan for running ``source``'s top level once per context, or None (every call).
 
@@ -76,7 +76,8 @@ def top_level_plan(source: str) -> dict[str, Any] | None:
         source with each top-level ``const`` statement replaced by bindings to those copies
         (lines kept, so error positions stay the same); and whether the copies may be objects
         (False for a script that could swallow or observe a write to a frozen object).
-        Cached by source (the same file under many owners is parsed once); do not mutate it.
+        Cached by source for the last 32 sources (a file under many owners is parsed once per
+        load); do not mutate it.
     """
     if not _CONST.search(source):
         return None  # no constants to keep; and no parser to import (a one-shot's start-up)
