@@ -738,11 +738,13 @@ def test_kept_constants_keep_their_sharing_and_key_order_and_error_lines() -> No
     assert (failed["kind"], failed["line"]) == ("runtime", 5)
 
 
-def test_host_config_is_parsed_once_per_context_and_frozen() -> None:
+def test_host_config_values_are_parsed_once_per_context_and_frozen() -> None:
+    # A call gets a new host.config (a key it sets stays its own), holding the frozen values.
     source = (
         "function on_tool_call(event, host) {\n"
         "  var wrote = true; try { host.config.list.push('x'); } catch (e) { wrote = false; }\n"
-        "  return {frozen: Object.isFrozen(host.config) && Object.isFrozen(host.config.list), wrote: wrote, n: host.config.list.length};\n}\n"
+        "  var had = host.config.mine; host.config.mine = 1;\n"
+        "  return {frozen: Object.isFrozen(host.config.list), wrote: wrote, n: host.config.list.length, had: had === undefined};\n}\n"
     )
     js = compiled_runtime(source)
     for _ in range(2):
@@ -750,6 +752,7 @@ def test_host_config_is_parsed_once_per_context_and_frozen() -> None:
             "frozen": True,
             "wrote": False,
             "n": 1,
+            "had": True,
         }
     assert js._ready["k"].configs == {"c"}
 

@@ -149,12 +149,22 @@ globalThis.__he = (function (g) {
   }
 
   /* host.config of the calls that come with a config key: parsed once per (context, key) and
-     deep-frozen, so every call sees the same object and none can change it. A hook's config
-     changes only on reload, so a few are kept. */
+     deep-frozen; each call gets a new object holding its values (configOf), so a key a call
+     sets stays its own, and what the values hold no call can change. A hook's config changes
+     only on reload, so a few are kept. */
   var configs = new Map();
   function setConfig(key, text) {
     if (configs.size >= 4) { configs.clear(); }
     configs.set(key, freezeParsed(parse(text)));
+  }
+  function configOf(frozen) {
+    if (frozen === null || typeof frozen !== "object") { return frozen; }
+    if (isArray(frozen)) { return frozen.slice(); }
+    var own = {}, keys = ownKeys(frozen);
+    for (var i = 0; i < keys.length; i++) {
+      defineProperty(own, keys[i], { value: frozen[keys[i]], writable: true, enumerable: true, configurable: true });
+    }
+    return own;
   }
   function freezeParsed(root) {
     var todo = [root];
@@ -226,7 +236,7 @@ globalThis.__he = (function (g) {
     if (!configs.has(configKey)) { fail("call", "no config is loaded for this call"); }
     var config = configs.get(configKey), L = limitsOf(limitsJSON);
     return run(function () {
-      return { function: name, event: parse(eventText), config: config, state: parse(stateText), limits: L };
+      return { function: name, event: parse(eventText), config: configOf(config), state: parse(stateText), limits: L };
     }, false);
   }
 
