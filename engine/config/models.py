@@ -369,9 +369,8 @@ class ScriptSettings(Strict):
     """Prepared JavaScript contexts one worker keeps at most. Workers keep one per loaded
     JavaScript script hook (per agent) up to this; above it a warning is logged, and with
     more scripts than this in rotation a call may have to prepare its context on its own
-    time (about 4 ms). One context of a small script holds about 0.5 MB of worker memory
-    (``python bench/bench_js_runtime.py`` prints it), so the default costs up to ~32 MB per
-    worker."""
+    time (milliseconds). Each context costs worker memory (``python
+    bench/bench_js_runtime.py`` prints how much a small script's holds)."""
 
     @model_validator(mode="after")
     def _defaults_within_ceilings(self) -> ScriptSettings:

@@ -62,7 +62,7 @@ def context_capacity(scripts: int, *, cap: int) -> tuple[int, str | None]:
         f"{scripts} JavaScript script hooks are loaded but scripts.max_contexts is {cap}: "
         f"with more than {cap} of them in rotation, calls will prepare their context on their "
         "own time (milliseconds each, and at tight timeouts spurious 'did not finish' "
-        "failures); raise scripts.max_contexts (about 0.5 MB per context per worker)"
+        "failures); raise scripts.max_contexts (each context costs worker memory)"
     )
 
 
