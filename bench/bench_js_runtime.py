@@ -183,6 +183,16 @@ def rss_per_context(count: int) -> float:
     return (resident() - before) / 1024 / 1024 / count
 
 
+def in_turns(cases: dict[str, Callable[[], object]], *, runs: int) -> list[tuple[str, list[float]]]:
+    """Each case measured in five turns, the cases one after another in each: a burst of load
+    from elsewhere (or a cold start) falls on every case alike, so their ratios hold."""
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(5):
+        for name, fn in cases.items():
+            samples[name] += measure(fn, runs=max(40, runs // 5), warmup=20)
+    return list(samples.items())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5000)
@@ -196,34 +206,29 @@ def main() -> None:
     w.load("deny_top_per_call", DENY_TOP, once=False)
     w.load("deny_cfg", DENY_CONFIG)
     w.load("scan_top", SCAN_TOP)
-    rows = [
-        ("guard, call_v2", measure(w.v2("guard", GUARD, {}), runs=runs)),
-        ("guard, old one-line call", measure(w.v1("guard", {}), runs=runs)),
-        ("50 KB deny list, top level run once", measure(w.v2("deny_top", DENY_TOP, {}), runs=runs)),
-        (
-            "50 KB deny list, top level every call",
-            measure(w.v2("deny_top_per_call", DENY_TOP, {}, once=False), runs=max(200, runs // 10)),
+    rows = in_turns(
+        {
+            "guard, call_v2": w.v2("guard", GUARD, {}),
+            "guard, old one-line call": w.v1("guard", {}),
+            "50 KB deny list, top level run once": w.v2("deny_top", DENY_TOP, {}),
+            "50 KB deny list in config:, call_v2": w.v2(
+                "deny_cfg", DENY_CONFIG, {"deny": DENY_MAP}
+            ),
+            "50 KB deny array scanned (indexOf), run once": w.v2("scan_top", SCAN_TOP, {}),
+        },
+        runs=runs,
+    )
+    slow = {
+        "50 KB deny list, top level every call": w.v2(
+            "deny_top_per_call", DENY_TOP, {}, once=False
         ),
-        (
-            "50 KB deny list in config:, call_v2",
-            measure(w.v2("deny_cfg", DENY_CONFIG, {"deny": DENY_MAP}), runs=runs),
-        ),
-        (
-            "50 KB deny list in config:, old call",
-            measure(w.v1("deny_cfg", {"deny": DENY_MAP}), runs=max(200, runs // 10)),
-        ),
-        (
-            "50 KB deny array scanned (indexOf), run once",
-            measure(w.v2("scan_top", SCAN_TOP, {}), runs=runs),
-        ),
-    ]
-    # In turns, so that a burst of load from elsewhere falls on every case alike.
-    rotations = {n: rotation(n, capacity=64) for n in (1, 20, 50)}
-    samples: dict[int, list[float]] = {n: [] for n in rotations}
-    for _ in range(5):
-        for n, fn in rotations.items():
-            samples[n] += measure(fn, runs=max(100, runs // 5), warmup=20)
-    rows += [(f"{n} scripts in rotation, capacity 64", samples[n]) for n in rotations]
+        "50 KB deny list in config:, old call": w.v1("deny_cfg", {"deny": DENY_MAP}),
+    }
+    rows += in_turns(slow, runs=max(200, runs // 10))
+    rotations = {
+        f"{n} scripts in rotation, capacity 64": rotation(n, capacity=64) for n in (1, 20, 50)
+    }
+    rows += in_turns(rotations, runs=runs)
     rows.append(
         (
             "20 scripts in rotation, capacity 16 (old)",
