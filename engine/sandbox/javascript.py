@@ -28,10 +28,18 @@ from typing import Any
 # (the time limit counts CPU time of the whole process), so it uses the C module directly.
 import _quickjs
 
+from engine.sandbox.jssource import (
+    LINE_OFFSET,
+    STRICT,
+    compile_failure,
+    error_answer,
+    limit_failure,
+    limit_reason,
+    once_wrappers,
+    user_position,
+)
 from engine.sandbox.values import RegexTimeout
 
-LINE_OFFSET = 1000
-"""User source starts on line LINE_OFFSET + 1 of what QuickJS sees: later frames are the user's."""
 RECYCLE_CALLS = 20_000
 """Calls one context serves before it is replaced, whatever its memory says. Memory left behind
 is what retires a context (``LEFTOVER_SHARE``); this is a backstop. Preparing a context costs
@@ -52,20 +60,15 @@ smallest budget's quarter (memory_mb 1 -> 0.25 MB is checked every 2 ms). A call
 with memory in use above its limit fails anyway, and a failed call's context is thrown away."""
 DEFAULT_CAPACITY = 16
 """Prepared contexts a worker keeps until the host says how many scripts it has loaded."""
-_FRAME = re.compile(r"<input>:(\d+):(\d+)")
 _NAMES = re.compile(r"\bon_[A-Za-z0-9_]+")
 _USES_REGEX = re.compile(r"\b(match|redact)\b")
 _JS_DIR = Path(__file__).with_name("js")
-_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 _CHECK = (
     "(function (s) { try { (0, eval)(s); } catch (e) {"
     " if (e instanceof SyntaxError) { return JSON.stringify({ message: String(e.message),"
     " stack: String(e.stack) }); } } return null; })(__heSource)"
 )
 """Parses a source as a Script without running any of it (it is led by ``throw 0;``)."""
-_STRICT = '"use strict";'
-"""Scripts run in strict mode: a sloppy-only construct (``with``, octal literals, assigning to
-an undeclared name at parse time...) is a load error with its line."""
 
 
 class _Overtime(Exception):
@@ -187,9 +190,9 @@ class JavaScriptRuntime:
             self._note_parsed(source)
         names = sorted(set(_NAMES.findall(source)))
         table = ", ".join(f'{n}: typeof {n} === "function" ? {n} : undefined' for n in names)
-        body = _STRICT + "\n" * LINE_OFFSET + source
+        body = STRICT + "\n" * LINE_OFFSET + source
         wrapped = "(function () {" + body + "\n;return {" + table + "};})"
-        once = _once_wrappers(source, plan, table, self._parses(limits)) if plan else None
+        once = once_wrappers(source, plan, table, self._parses(limits)) if plan else None
         c = self._new(limits)
         c.ctx.set_time_limit(timeout_ms / 1000)
         started = time.process_time()
@@ -235,12 +238,12 @@ class JavaScriptRuntime:
                 plan=plan,
             )
         except _FAILURES as exc:
-            return _compile_failure(_limit_reason(str(exc), "loading the script"), None, None)
+            return compile_failure(limit_reason(str(exc), "loading the script"), None, None)
         if not loaded["ok"]:
             err = loaded["error"]
-            line, col = _user_position(err["stack"])
+            line, col = user_position(err["stack"])
             kind = f"{err['type']}: " if err.get("type") else "SyntaxError: "
-            return _compile_failure(f"{kind}{err['message']}", line, col)
+            return compile_failure(f"{kind}{err['message']}", line, col)
         self._remember(req["key"], _Script(req["source"], limits, _still(plan, loaded)))
         if c is not None:
             self._keep(req["key"], c)
@@ -305,7 +308,7 @@ class JavaScriptRuntime:
                     known.plan = None
                     c, loaded = self._prepare(known.source, limits, timeout_ms=limits["timeout_ms"])
                 if not loaded["ok"]:
-                    return _error(loaded["error"], "error")
+                    return error_answer(loaded["error"], "error")
                 known.plan = _still(known.plan, loaded)
             assert c is not None
             c.ctx.set_memory_limit(limits["memory_mb"] * 1024 * 1024)
@@ -321,14 +324,14 @@ class JavaScriptRuntime:
             healthy = raw.startswith('{"ok":true,')
             keep = healthy and not jobs
         except _FAILURES as exc:
-            return _limit_failure(str(exc), isinstance(exc, _quickjs.StackOverflow))
+            return limit_failure(str(exc), isinstance(exc, _quickjs.StackOverflow))
         finally:
             self._after(key, known, c, healthy=keep)
         if healthy:
             duration = (time.perf_counter() - started) * 1000
             return f'{raw[:-1]},"duration_ms":{duration:.4f}}}'
         err = json.loads(raw)["error"]
-        return _error(err, "invalid_result" if err["invalid"] else "error")
+        return error_answer(err, "invalid_result" if err["invalid"] else "error")
 
     def _limits_json(self, key: str, limits: dict[str, int]) -> str:
         text = self._limits_text.get(key)
@@ -438,6 +441,31 @@ class JavaScriptRuntime:
         return raw["value"]
 
 
+def _syntax_error(source: str, limits: dict[str, int]) -> dict[str, Any] | None:
+    """The SyntaxError of ``source`` parsed as a strict Script on its own, or None; nothing runs.
+
+    A source that only sloppy mode accepts (``with``, octal literals...) is told so.
+    """
+    raw = _parse(STRICT + "throw 0;" + "\n" * LINE_OFFSET + source, limits)
+    if raw is None:
+        return None
+    err = json.loads(raw)
+    message = err["message"]
+    if "strict" not in message and _parse("throw 0;" + "\n" * LINE_OFFSET + source, limits) is None:
+        message += " (scripts run in strict mode)"
+    return {"type": "SyntaxError", "message": message, "stack": err["stack"], "invalid": False}
+
+
+def _parse(text: str, limits: dict[str, int]) -> str | None:
+    ctx = _quickjs.Context()
+    ctx.set_memory_limit(max(limits["memory_mb"], 8) * 1024 * 1024)
+    ctx.set_max_stack_size(limits["stack_kb"] * 1024)
+    ctx.set("__heSource", text)
+    ctx.set_time_limit(limits["compile_timeout_ms"] / 1000)
+    raw: str | None = ctx.eval(_CHECK)
+    return raw
+
+
 def _still(plan: dict[str, Any] | None, loaded: dict[str, Any]) -> dict[str, Any] | None:
     """The plan to prepare with next time: none once the worker refused to keep the constants
     (they are not plain data), so the top level is not run twice on every prepare."""
@@ -470,138 +498,3 @@ def _settle(c: _Context, timeout_ms: int, started: float) -> bool:
         raise _Overtime
     c.used = used
     return queued
-
-
-def _syntax_error(source: str, limits: dict[str, int]) -> dict[str, Any] | None:
-    """The SyntaxError of ``source`` parsed as a strict Script on its own, or None; nothing runs.
-
-    A source that only sloppy mode accepts (``with``, octal literals...) is told so.
-    """
-    raw = _parse(_STRICT + "throw 0;" + "\n" * LINE_OFFSET + source, limits)
-    if raw is None:
-        return None
-    err = json.loads(raw)
-    message = err["message"]
-    if "strict" not in message and _parse("throw 0;" + "\n" * LINE_OFFSET + source, limits) is None:
-        message += " (scripts run in strict mode)"
-    return {"type": "SyntaxError", "message": message, "stack": err["stack"], "invalid": False}
-
-
-def _once_wrappers(
-    source: str, plan: dict[str, Any], table: str, parses: Callable[[str], bool]
-) -> tuple[str, str, bool] | None:
-    """The two wrappers of a top level that runs once (see prelude.js runOnce), or None.
-
-    The plan comes from the host (jsscope.py); it is checked here as if it were hostile: its
-    names must be plain identifiers, and its body must parse on its own as a strict Script, so
-    neither wrapper can be closed early. A wrong plan can make a script misbehave, never share
-    anything but the frozen copies: the body runs anew on every call.
-    """
-    names, param, body = plan.get("names"), plan.get("param"), plan.get("body")
-    if not (
-        isinstance(names, list)
-        and all(isinstance(n, str) and _IDENTIFIER.match(n) for n in names)
-        and isinstance(param, str)
-        and _IDENTIFIER.match(param)
-        and isinstance(body, str)
-        and parses(body)
-    ):
-        return None
-    values = (
-        "(function () {"
-        + _STRICT
-        + "\n" * LINE_OFFSET
-        + source
-        + "\n;return ["
-        + ", ".join(names)
-        + "];})"
-    )
-    once_body = (
-        f"(function ({param}) {{"
-        + _STRICT
-        + "\n" * LINE_OFFSET
-        + body
-        + "\n;return {"
-        + table
-        + "};})"
-    )
-    return values, once_body, bool(plan.get("objects"))
-
-
-def _parse(text: str, limits: dict[str, int]) -> str | None:
-    ctx = _quickjs.Context()
-    ctx.set_memory_limit(max(limits["memory_mb"], 8) * 1024 * 1024)
-    ctx.set_max_stack_size(limits["stack_kb"] * 1024)
-    ctx.set("__heSource", text)
-    ctx.set_time_limit(limits["compile_timeout_ms"] / 1000)
-    raw: str | None = ctx.eval(_CHECK)
-    return raw
-
-
-def _user_position(stack: str) -> tuple[int | None, int | None]:
-    for m in _FRAME.finditer(stack):
-        line = int(m.group(1))
-        if line > LINE_OFFSET:
-            return line - LINE_OFFSET, int(m.group(2))
-    return None, None
-
-
-def _limit_reason(message: str, doing: str) -> str:
-    if "interrupted" in message:
-        return f"time limit exceeded while {doing}"
-    if "out of memory" in message:
-        return f"memory limit exceeded while {doing}"
-    if "stack" in message:
-        return f"stack limit exceeded while {doing}"
-    return f"{doing} failed: {message.splitlines()[0] if message else 'unknown error'}"
-
-
-def _compile_failure(message: str, line: int | None, column: int | None) -> dict[str, Any]:
-    return {
-        "ok": False,
-        "kind": "compile",
-        "problems": [{"line": line, "column": column, "message": message}],
-    }
-
-
-def _limit_failure(message: str, stack: bool) -> dict[str, Any]:
-    if stack or "stack" in message:
-        return {
-            "ok": False,
-            "kind": "limit",
-            "cause": "memory",
-            "message": "stack limit exceeded (recursion too deep)",
-        }
-    if "interrupted" in message:
-        return {"ok": False, "kind": "limit", "cause": "timeout", "message": "time limit exceeded"}
-    if "out of memory" in message:
-        return {"ok": False, "kind": "limit", "cause": "memory", "message": "memory limit exceeded"}
-    return {
-        "ok": False,
-        "kind": "runtime",
-        "cause": "error",
-        "message": message.splitlines()[0] if message else "error",
-        "line": None,
-    }
-
-
-def _error(err: dict[str, Any], cause: str) -> dict[str, Any]:
-    message = f"{err['type']}: {err['message']}"
-    if err["type"] == "RangeError" and "call stack" in err["message"]:
-        return {
-            "ok": False,
-            "kind": "limit",
-            "cause": "memory",
-            "message": "stack limit exceeded (recursion too deep)",
-        }
-    if err["type"] == "InternalError" and "out of memory" in err["message"]:
-        return {"ok": False, "kind": "limit", "cause": "memory", "message": "memory limit exceeded"}
-    line, column = _user_position(err.get("stack", ""))
-    return {
-        "ok": False,
-        "kind": "runtime",
-        "cause": cause,
-        "message": message,
-        "line": line,
-        "column": column,
-    }
