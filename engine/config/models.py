@@ -370,6 +370,12 @@ class ScriptSettings(Strict):
     ``quarantine_window_s`` that quarantine it: its calls fail at once until it is reloaded."""
     quarantine_window_s: float = Field(default=60.0, gt=0, le=86_400)
     """The window ``quarantine_kills`` counts in."""
+    max_contexts: int = Field(default=64, ge=1, le=4096)
+    """Prepared JavaScript contexts one worker keeps at most. Workers keep one per loaded
+    JavaScript script hook (per agent) up to this; above it a warning is logged, and with
+    more scripts than this in rotation a call may have to prepare its context on its own
+    time (milliseconds). Each context costs worker memory (``python
+    bench/bench_js_runtime.py`` prints how much a small script's holds)."""
 
     @model_validator(mode="after")
     def _defaults_within_ceilings(self) -> ScriptSettings:

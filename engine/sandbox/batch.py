@@ -348,6 +348,7 @@ def _call_part(
     script: dict[str, Any] = {"key": call.script.key, "filename": call.script.filename}
     if call.script.key not in worker.known and call.script.key not in sent:
         script["source"] = call.script.source
+        script["top_level"] = call.script.top_level
         sent.add(call.script.key)
     if call.limits.key not in worker.known and call.limits.key not in sent:
         limits[call.limits.key] = call.limits.as_wire()

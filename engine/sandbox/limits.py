@@ -103,6 +103,21 @@ class CompiledScript:
             digest = hashlib.sha256(f"{self.language}\0{self.filename}\0{self.source}".encode())
             object.__setattr__(self, "key", digest.hexdigest()[:32])
 
+    @property
+    def top_level(self) -> dict[str, Any] | None:
+        """For JavaScript, the plan for running the top level once per prepared context (see
+        engine/sandbox/jsscope.py); None: it runs on every call. Computed once, on first use;
+        sent to a worker with the source."""
+        if "_top_level" not in self.__dict__:
+            plan = None
+            if self.language is Language.JAVASCRIPT:
+                from engine.sandbox.jsscope import top_level_plan  # the parser, only when needed
+
+                plan = top_level_plan(self.source)
+            object.__setattr__(self, "_top_level", plan)
+        top: dict[str, Any] | None = self.__dict__["_top_level"]
+        return top
+
     def owned_by(self, owner: str) -> CompiledScript:
         """The same script under a key of its own for ``owner`` (e.g. agent and hook).
 

@@ -108,6 +108,7 @@ class WorkerPool:
             "source": source,
             "filename": filename,
             "key": script.key,
+            "top_level": script.top_level,
         }
         try:
             answer = self._exchange(message, lang, limits, budget_ms=limits.compile_timeout_ms)

@@ -493,3 +493,330 @@ def test_the_python_pattern_engine_meets_each_call_as_if_it_were_the_first() -> 
     ]
     assert regex_memory(history, 8) == regex_memory([], 8)
     assert regex_memory(history, 8)[1] == 8 * 1024 * 1024
+
+
+# -- a top level that runs once per context (jsscope.py plan, prelude.js keep) -------------------
+
+ONCE_TOP = (
+    "const K = {list: [1], obj: {a: 1}, re: /a/i, deep: [[1, [2]]]};\n"
+    "const L = [3, 1, 2];\nconst S = 'text', N = 4;\n"
+    "function helper() { return 1; }\n"
+)
+ONCE_CHANNELS: dict[str, tuple[str, str]] = {
+    "kept_array_push": ("K.list.push(2);", "K.list.length !== 1"),
+    "kept_nested_array": ("K.deep[0][1].push(3);", "K.deep[0][1].length !== 1"),
+    "kept_object_write": ("K.obj.a = 2;", "K.obj.a !== 1"),
+    "kept_object_new_key": ("K.obj.b = 1;", "K.obj.b !== undefined"),
+    "kept_delete": ("delete K.obj.a;", "K.obj.a !== 1"),
+    "kept_sort": ("L.sort();", "L[0] !== 3"),
+    "kept_reverse": ("L.reverse();", "L[0] !== 3"),
+    "kept_fill": ("L.fill(0);", "L[0] !== 3"),
+    "kept_copy_within": ("L.copyWithin(0, 1);", "L[0] !== 3"),
+    "kept_length": ("L.length = 0;", "L.length !== 3"),
+    "kept_splice": ("L.splice(0, 1);", "L.length !== 3"),
+    "kept_shift": ("L.shift();", "L.length !== 3"),
+    "kept_unshift": ("L.unshift(9);", "L.length !== 3"),
+    "kept_pop": ("L.pop();", "L.length !== 3"),
+    "kept_define_property": ("Object.defineProperty(K, 'x', {value: 1});", "K.x !== undefined"),
+    "kept_assign": ("Object.assign(K.obj, {z: 1});", "K.obj.z !== undefined"),
+    "kept_set_prototype": ("Object.setPrototypeOf(K.obj, {p: 1});", "K.obj.p !== undefined"),
+    "kept_proto_setter": ("K.obj.__proto__ = {p: 1};", "K.obj.p !== undefined"),
+    "kept_symbol_key": ("K.obj[Symbol.for('he')] = 1;", "K.obj[Symbol.for('he')] !== undefined"),
+    "kept_private_field": (
+        "class B { constructor(o) { return o; } } class P extends B { #p = 1; } new P(K.obj);",
+        "Object.getOwnPropertyNames(K.obj).length !== 1",
+    ),
+    "kept_regex_last_index": ("K.re.lastIndex = 5;", "K.re.lastIndex !== 0"),
+    "kept_regex_compile": ("K.re.compile('b');", "!K.re.test('a')"),
+    "kept_regex_match_state": ("K.re.exec('xa'); 'xa'.replace(K.re, 'b');", "K.re.lastIndex !== 0"),
+    "function_declaration_property": ("helper.stash = 1;", "helper.stash !== undefined"),
+    "function_declaration_prototype": (
+        "helper.prototype.stash = 1;",
+        "helper.prototype.stash !== undefined",
+    ),
+    "function_name_reassignment": ("helper = function () { return 2; };", "helper() !== 1"),
+    "kept_root_array": (
+        "(function () { 'use strict'; return typeof __heKept === 'object' ? __heKept.push(1) : 0; })();",
+        "typeof __heKept === 'object' && __heKept.length !== 4",
+    ),
+}
+# Top levels the worker must not keep (its own check refuses, or jsscope gives no plan): each
+# plants through the constant it makes, and the next call must not see it.
+ONCE_REFUSED: dict[str, tuple[str, str, str]] = {
+    "iife_closure_with_let": (
+        "const C = (function () { let n = 0; return {inc: function () { return ++n; }}; })();",
+        "C.inc();",
+        "C.inc() !== 1",
+    ),
+    "map_in_const": ("const M = new Map();", "M.set('k', 1);", "M.size !== 0"),
+    "set_in_const": ("const M = new Set();", "M.add('k');", "M.size !== 0"),
+    "weak_map_in_const": ("const M = new WeakMap(), O = {};", "M.set(O, 1);", "M.has(O)"),
+    "typed_array_in_const": ("const T = new Uint8Array(4);", "T[0] = 9;", "T[0] !== 0"),
+    "array_buffer_in_const": (
+        "const T = new ArrayBuffer(8);",
+        "new Uint8Array(T)[0] = 9;",
+        "new Uint8Array(T)[0] !== 0",
+    ),
+    "data_view_in_const": (
+        "const T = new DataView(new ArrayBuffer(8));",
+        "T.setInt8(0, 9);",
+        "T.getInt8(0) !== 0",
+    ),
+    "global_regex_in_const": ("const G = /a/g;", "G.exec('aaa');", "G.lastIndex !== 0"),
+    "sticky_regex_in_const": ("const G = /a/y;", "G.exec('aaa');", "G.lastIndex !== 0"),
+    "getter_in_const": (
+        "const G = (function () { let n = 0; return {get v() { return n++; }}; })();",
+        "G.v;",
+        "G.v !== 0",
+    ),
+    "class_instance_in_const": (
+        "function F() { this.n = 0; }\nconst I = new F();",
+        "I.n += 1;",
+        "I.n !== 0",
+    ),
+    "arguments_in_const": ("const A = arguments;", "A[0] = 1;", "A[0] !== undefined"),
+    "generator_in_const": (
+        "function* counter() { let n = 0; while (true) { yield n++; } }\nconst G = counter();",
+        "G.next();",
+        "G.next().value !== 0",
+    ),
+    "iterator_in_const": ("const I = [1, 2, 3].values();", "I.next();", "I.next().value !== 1"),
+    "bound_function_in_const": (
+        "const O = {n: 0}; const F = function () { return this; }.bind(O);",
+        "F().stash = 1;",
+        "F().stash !== undefined",
+    ),
+    "function_table_in_const": (
+        "function h() { return 1; }\nconst T = {h: h};",
+        "T.h.stash = 1;",
+        "T.h.stash !== undefined",
+    ),
+    "let_at_top": ("let n = {v: 0};", "n.v += 1;", "n.v !== 0"),
+    "var_at_top": ("var n = {v: 0};", "n.v += 1;", "n.v !== 0"),
+    "class_at_top": ("class C { static n = 0; }", "C.n += 1;", "C.n !== 0"),
+    "eval_named": ("const E = typeof eval; const K = {n: 0};", "K.n += 1;", "K.n !== 0"),
+    "write_caught_by_try": ("const K = {n: 0};", "try { K.n += 1; } catch (e) {}", "K.n !== 0"),
+    "write_in_async_function": (
+        "const K = {list: []};",
+        "(async function () { K.list.push(1); })();",
+        "K.list.length !== 0",
+    ),
+    "write_in_promise_executor": (
+        "const K = {list: []};",
+        "new Promise(function () { K.list.push(1); });",
+        "K.list.length !== 0",
+    ),
+    "write_through_reflect": ("const K = {n: 0};", "Reflect.set(K, 'n', 1);", "K.n !== 0"),
+    "proxy_in_const": (
+        "const K = new Proxy({}, {});",
+        "K.n = 1;",
+        "K.n !== undefined",
+    ),
+}
+
+
+def once_script(top: str, plant: str, probe: str) -> str:
+    # No try: a script that could catch the TypeError of a write keeps only primitives.
+    return (
+        top + "\nfunction on_tool_call(event, host) {\n"
+        f"  if (event.name === 'plant') {{ {plant} return null; }}\n"
+        f"  return {{leak: !!({probe})}};\n}}\n"
+    )
+
+
+def once_runtime(top: str, plant: str, probe: str) -> tuple[JavaScriptRuntime, str]:
+    from engine.sandbox.jsscope import top_level_plan
+
+    source = once_script(top, plant, probe)
+    js = JavaScriptRuntime()
+    answer = js.compile(
+        {
+            "source": source,
+            "filename": "t.js",
+            "key": "k",
+            "limits": LIMITS,
+            "top_level": top_level_plan(source),
+        }
+    )
+    assert answer["ok"], answer
+    return js, answer["once"]
+
+
+def keyed_call(js: JavaScriptRuntime, name: str, *, config: object = None) -> dict[str, object]:
+    call = {
+        "function": "on_tool_call",
+        "script": {"key": "k", "filename": "t.js"},
+        "limits": LIMITS,
+        "limits_key": "l",
+        "config_key": "c",
+        "config_text": json.dumps({"list": []} if config is None else config),
+        "state": {},
+    }
+    answer = js.call_v2(call, json.dumps({"name": name, "input": {}}))
+    js.prepare()
+    return json.loads(answer) if isinstance(answer, str) else answer
+
+
+@pytest.mark.parametrize("channel", sorted(ONCE_CHANNELS))
+def test_a_kept_constant_carries_nothing_to_the_next_call(channel: str) -> None:
+    plant, probe = ONCE_CHANNELS[channel]
+    # A plant that hits a frozen copy makes the worker fall back to a fresh top level (for
+    # that call and the later ones); one that wrote anything kept would show in the probe,
+    # which then still runs on the kept copies.
+    js, once = once_runtime(ONCE_TOP, plant, probe)
+    assert once == "once"
+    for _ in range(2):
+        keyed_call(js, "plant")
+        assert keyed_call(js, "probe")["value"] == {"leak": False}
+
+
+@pytest.mark.parametrize("channel", sorted(ONCE_REFUSED))
+def test_a_top_level_that_could_carry_state_runs_on_every_call(channel: str) -> None:
+    top, plant, probe = ONCE_REFUSED[channel]
+    js, once = once_runtime(top, plant, probe)
+    assert once != "once"
+    for _ in range(2):
+        keyed_call(js, "plant")
+        assert keyed_call(js, "probe")["value"] == {"leak": False}
+
+
+def test_the_once_probes_would_see_a_leak_if_the_constants_were_not_frozen() -> None:
+    # Within one call a write through the fresh top level shows: the probes are not vacuous.
+    source = (
+        ONCE_TOP
+        + "function on_tool_call(event, host) { K.list.push(2); return {leak: K.list.length !== 1}; }\n"
+    )
+    js = JavaScriptRuntime()
+    js.compile(
+        {"source": source, "filename": "t.js", "key": "k", "limits": LIMITS, "top_level": None}
+    )
+    assert keyed_call(js, "probe")["value"] == {"leak": True}
+
+
+def test_a_write_to_a_kept_constant_answers_as_a_fresh_top_level_would() -> None:
+    # The first call hits the frozen copy, runs again with a fresh top level and answers as
+    # before; the script's later calls (and contexts) run their top level every time.
+    source = "const SEEN = [];\nfunction on_tool_call(event, host) {\n  SEEN.push(event.name);\n  host.log('n=' + SEEN.length);\n  return {n: SEEN.length};\n}\n"
+    from engine.sandbox.jsscope import top_level_plan
+
+    js = JavaScriptRuntime()
+    assert (
+        js.compile(
+            {
+                "source": source,
+                "filename": "t.js",
+                "key": "k",
+                "limits": LIMITS,
+                "top_level": top_level_plan(source),
+            }
+        )["once"]
+        == "once"
+    )
+    for _ in range(3):
+        answer = keyed_call(js, "x")
+        assert (answer["value"], answer["logs"]) == ({"n": 1}, ["n=1"])
+    assert js._recent["k"].plan is None
+
+
+def test_kept_constants_keep_their_sharing_and_key_order_and_error_lines() -> None:
+    top = "const A = {z: 1, a: [1, 2], 2: 'two', 1: 'one'};\nconst B = {again: A, re: /x+/i};\n"
+    source = (
+        top + "function on_tool_call(event, host) {\n"
+        "  if (event.name === 'boom') {\n    null.x;\n  }\n"
+        "  return {same: B.again === A, keys: Object.keys(A), re: B.re.test('XX'), frozen: Object.isFrozen(A)};\n}\n"
+    )
+    from engine.sandbox.jsscope import top_level_plan
+
+    plan = top_level_plan(source)
+    assert plan is not None and plan["objects"] is False  # isFrozen: only primitives are kept
+    plan = {**plan, "objects": True}
+    js = JavaScriptRuntime()
+    assert (
+        js.compile(
+            {"source": source, "filename": "t.js", "key": "k", "limits": LIMITS, "top_level": plan}
+        )["once"]
+        == "once"
+    )
+    value = keyed_call(js, "x")["value"]
+    assert value == {"same": True, "keys": ["1", "2", "z", "a"], "re": True, "frozen": True}
+    failed = keyed_call(js, "boom")
+    assert (failed["kind"], failed["line"]) == ("runtime", 5)
+
+
+def test_host_config_values_are_parsed_once_per_context_and_frozen() -> None:
+    # A call gets a new host.config (a key it sets stays its own), holding the frozen values.
+    source = (
+        "function on_tool_call(event, host) {\n"
+        "  var wrote = true; try { host.config.list.push('x'); } catch (e) { wrote = false; }\n"
+        "  var had = host.config.mine; host.config.mine = 1;\n"
+        "  return {frozen: Object.isFrozen(host.config.list), wrote: wrote, n: host.config.list.length, had: had === undefined};\n}\n"
+    )
+    js = compiled_runtime(source)
+    for _ in range(2):
+        assert keyed_call(js, "x", config={"list": ["a"]})["value"] == {
+            "frozen": True,
+            "wrote": False,
+            "n": 1,
+            "had": True,
+        }
+    assert js._ready["k"].configs == {"c"}
+
+
+def test_a_kept_top_level_runs_once_per_context_through_the_pool(one_worker: WorkerPool) -> None:
+    # End to end: the pool sends the plan with the source; the answers are the fresh top level's.
+    source = ONCE_TOP + "function on_tool_call(event, host) { L.sort(); return {first: L[0]}; }\n"
+    script = one_worker.compile(source, filename="once.js", language=Language.JAVASCRIPT)
+    assert script.top_level is not None
+    for _ in range(3):
+        assert one_worker.call(script, "on_tool_call", {}, config={}, state={}).value == {
+            "first": 1
+        }
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+def test_the_rerun_after_a_write_to_a_kept_constant_gets_new_inputs(keyed: bool) -> None:
+    # What the first run changed in the event (or, on the one-line path, in the config) is gone.
+    from engine.sandbox.jsscope import top_level_plan
+
+    source = (
+        "const K = [];\nfunction on_tool_call(event, host) {\n"
+        "  if (event.input.seen || host.config.seen) { return {second: true}; }\n"
+        "  event.input.seen = true;\n  if (!Object.isFrozen(host.config)) { host.config.seen = true; }\n"
+        "  K.push(1);\n  return {second: false};\n}\n"
+    )
+    plan = top_level_plan(source)
+    assert plan is not None
+    js = JavaScriptRuntime()
+    req = {"source": source, "filename": "t.js", "key": "k", "limits": LIMITS}
+    assert js.compile({**req, "top_level": {**plan, "objects": True}})["once"] == "once"
+    answer = keyed_call(js, "x") if keyed else js_call(js, "x")
+    assert answer["value"] == {"second": False}
+    assert js._recent["k"].plan is None
+
+
+def test_a_body_that_does_not_compile_leaves_the_top_level_to_every_call() -> None:
+    # A name written with escapes can clash with the body's parameter: no load error for it.
+    from engine.sandbox.jsscope import top_level_plan
+
+    source = "const K = [1];\nconst \\u005f_heKept = 2;\nfunction on_tool_call(event, host) { return {n: K.length}; }\n"
+    plan = top_level_plan(source)
+    assert plan is not None and plan["param"] == "__heKept"
+    js = JavaScriptRuntime()
+    req = {"source": source, "filename": "t.js", "key": "k", "limits": LIMITS, "top_level": plan}
+    answer = js.compile(req)
+    assert answer["ok"] and answer["once"] != "once"
+    assert keyed_call(js, "x")["value"] == {"n": 1}
+
+
+def test_a_kept_top_level_that_queues_promise_jobs_runs_on_every_call_instead() -> None:
+    from engine.sandbox.jsscope import top_level_plan
+
+    source = "const P = (async function () { await null; })(), N = 1;\nfunction on_tool_call(event, host) { return {n: N}; }\n"
+    plan = top_level_plan(source)
+    assert plan is not None and plan["objects"] is False
+    js = JavaScriptRuntime()
+    req = {"source": source, "filename": "t.js", "key": "k", "limits": LIMITS, "top_level": plan}
+    assert js.compile(req)["ok"]
+    assert "k" not in js._ready
+    for _ in range(2):
+        assert keyed_call(js, "x")["value"] == {"n": 1}

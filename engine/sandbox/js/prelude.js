@@ -2,13 +2,16 @@
    context is then reused for many calls of that script, so everything reachable across calls is
    frozen here: every built-in, every prototype and intrinsic, and (by the worker, right after this
    file) globalThis itself. The script's top-level code runs again, in strict mode, in a new
-   function scope on every call, so its variables and closures are new each time. Host API calls never leave JS,
-   because the binding refuses Python callbacks while a time limit is set. */
+   function scope on every call, so its variables and closures are new each time; or, for a script
+   the host found eligible (see jsscope.py), it runs once per context and only frozen plain copies
+   of its constants are kept (see keep). Host API calls never leave JS, because the binding
+   refuses Python callbacks while a time limit is set. */
 globalThis.__he = (function (g) {
   "use strict";
   var indirectEval = g.eval, parse = JSON.parse, stringify = JSON.stringify, freeze = Object.freeze;
   var isArray = Array.isArray, getProto = Object.getPrototypeOf, hasOwn = Object.prototype.hasOwnProperty;
-  var ownSymbols = Object.getOwnPropertySymbols;
+  var ownSymbols = Object.getOwnPropertySymbols, ownKeys = Reflect.ownKeys, gopd = Object.getOwnPropertyDescriptor;
+  var defineProperty = Object.defineProperty, create = Object.create, RegExpCtor = RegExp;
   var ObjProto = Object.prototype, ArrProto = Array.prototype, hostSource = g.__heHost, regexSource = g.__heRegex, lib = null, impl = null, script = null;
 
   function noStrings() { throw new EvalError("code from strings is not allowed"); }
@@ -24,10 +27,17 @@ globalThis.__he = (function (g) {
   delete Error.stackTraceLimit;
   delete Error.prepareStackTrace;
   g.Function = noStrings;
+  /* The one method that rewrites a RegExp's internal slots in place (frozen or not): a regex
+     kept across calls (see keep) must stay the regex it was. */
+  delete RegExp.prototype.compile;
   Math.random = function random() { throw new TypeError("Math.random is not available"); };
   /* Freeze everything reachable from the built-ins and the intrinsics no global names (iterator,
      generator and async prototypes, %ThrowTypeError%): objects, their prototypes, getters and
-     setters. A call can then neither poison what this wrapper uses nor leave anything behind. */
+     setters. A call can then neither poison what this wrapper uses nor leave anything behind.
+     This walk is most of the cost of preparing a context, so it is a plain loop that looks
+     at no more than it must: a closure per property, and the descriptors of every built-in
+     function's length and name, made it about 1.4 times as slow (bench/bench_js_runtime.py
+     prints what preparing a context costs). */
   function deepFreeze(roots) {
     var seen = new Set(), todo = roots.slice();
     while (todo.length) {
@@ -36,20 +46,31 @@ globalThis.__he = (function (g) {
       seen.add(o);
       if (o !== g) { freeze(o); }
       todo.push(getProto(o));
-      Reflect.ownKeys(o).forEach(function (k) {
-        var d = Object.getOwnPropertyDescriptor(o, k);
-        if (d) { todo.push(d.value, d.get, d.set); }
-      });
+      var keys = ownKeys(o), fn = typeof o === "function";
+      for (var i = 0; i < keys.length; i++) {
+        /* A built-in function's length and name are numbers and strings (the walker test in
+           test_fresh_state.py would see a getter there) */
+        if (fn && (keys[i] === "length" || keys[i] === "name")) { continue; }
+        var d = gopd(o, keys[i]);
+        if (d === undefined) { continue; }
+        if (!("value" in d)) { todo.push(d.get, d.set); continue; }
+        var v = d.value;
+        if (typeof v === "object" ? v !== null : typeof v === "function") { todo.push(v); }
+      }
     }
+    return seen;
   }
-  deepFreeze([g, getProto(function* () {}), getProto(async function () {}), getProto(async function* () {}),
+  var realm = deepFreeze([g, getProto(function* () {}), getProto(async function () {}), getProto(async function* () {}),
     getProto([][Symbol.iterator]()), getProto(new Map()[Symbol.iterator]()), getProto(new Set()[Symbol.iterator]()),
     getProto(""[Symbol.iterator]()), getProto(/a/[Symbol.matchAll]("")),
     getProto([].values().map(function (x) { return x; })), getProto(Iterator.from({ next: function () {} })),
     Object.getOwnPropertyDescriptor(arguments, "callee").get]);
 
-  function fail(where, msg) { throw new TypeError(where + ": " + msg); }
-  function invalid(msg, mark) { var e = new TypeError(msg); if (mark) { e.heInvalid = true; } return e; }
+  /* A misuse of the host API is marked (not enumerable, so it does not show in the error's
+     JSON or keys), so it is never mistaken for a write to a kept constant. */
+  function hostError(msg) { var e = new TypeError(msg); defineProperty(e, "heHost", { value: true }); return e; }
+  function fail(where, msg) { throw hostError(where + ": " + msg); }
+  function invalid(msg, mark) { var e = hostError(msg); if (mark) { e.heInvalid = true; } return e; }
   /* JSON.stringify runs getters, Proxies and toJSON here, inside the time limit; the replacer
      refuses anything that is not plain JSON, and the depth cap also stops cycles early. */
   function toJSON(value, maxDepth, maxChars, where, mark) {
@@ -127,17 +148,53 @@ globalThis.__he = (function (g) {
     return n;
   }
 
-  /* On success the answer line itself (checked here, inside the limits, so the worker only
-     forwards it); on failure a description of the error for the worker to classify. */
-  function call(line, limitsJSON) {
-    var req = parse(line), L = limitsOf(limitsJSON), value;
+  /* host.config of the calls that come with a config key: parsed once per (context, key) and
+     deep-frozen; each call gets a new object holding its values (configOf), so a key a call
+     sets stays its own, and what the values hold no call can change. A hook's config changes
+     only on reload, so a few are kept. */
+  var configs = new Map();
+  function setConfig(key, text) {
+    if (configs.size >= 4) { configs.clear(); }
+    configs.set(key, freezeParsed(parse(text)));
+  }
+  function configOf(frozen) {
+    if (frozen === null || typeof frozen !== "object") { return frozen; }
+    if (isArray(frozen)) { return frozen.slice(); }
+    var own = {}, keys = ownKeys(frozen);
+    for (var i = 0; i < keys.length; i++) {
+      defineProperty(own, keys[i], { value: frozen[keys[i]], writable: true, enumerable: true, configurable: true });
+    }
+    return own;
+  }
+  function freezeParsed(root) {
+    var todo = [root];
+    while (todo.length) {
+      var v = todo.pop();
+      if (v !== null && typeof v === "object") {
+        freeze(v);
+        var keys = ownKeys(v);
+        for (var i = 0; i < keys.length; i++) { todo.push(v[keys[i]]); }
+      }
+    }
+    return root;
+  }
+
+  /* Set by prepare for a script whose top level runs once per context (see keep): ``body`` is
+     the script with each top-level const bound to its kept, frozen copy, run per call. */
+  var body = null, kept = null;
+
+  /* One call of the loaded script. On success the answer line itself (checked here, inside the
+     limits, so the worker only forwards it); on failure a description of the error for the
+     worker to classify. ``request()`` makes the call's inputs (new objects each time it is
+     asked); ``perCall`` runs the whole top level anew even if constants are kept. */
+  function run(request, perCall) {
+    var req = request(), L = req.limits, value;
     var out = { logs: [], dropped_logs: 0, emits: [], state_writes: {}, state_ttls: {} };
-    req.limits = L;
     impl = null;
     freshPatterns();
     try {
       if (script === null) { fail("call", "no script is loaded"); }
-      var fns = script();
+      var fns = perCall || kept === null ? script() : body(kept);
       var fn = hasOwn.call(fns, req.function) ? fns[req.function] : undefined;
       if (typeof fn !== "function") { fail("call", "the script defines no function " + req.function); }
       var raw = fn(req.event, makeHost(req, out));
@@ -151,11 +208,119 @@ globalThis.__he = (function (g) {
       }
       if (value.length * 3 > L.max_result_bytes && utf8Length(value) > L.max_result_bytes) { throw invalid("result: larger than " + L.max_result_bytes + " bytes", true); }
     } catch (e) {
+      /* A TypeError with kept constants may be a write to one of them, which a fresh top level
+         would have allowed: the call runs again with a fresh top level, and so do all later
+         calls of this context ("!" tells the worker). Such a script has no try, async code or
+         reflection on frozenness (jsscope.py), so the error could not have been swallowed;
+         the event, state and config it gets are new, so what the first run changed is gone. */
+      if (!perCall && kept !== null && e instanceof TypeError && !e.heInvalid && !e.heHost) {
+        body = null;
+        kept = null;
+        return ["!", run(request, true)].join("");  /* joined: see the answer below */
+      }
       return stringify({ ok: false, error: describe(e) });
     }
     if (out.dropped_logs) { out.logs.push("[" + out.dropped_logs + " more log lines dropped]"); }
+    if (out.logs.length === 0 && out.emits.length === 0 && ownKeys(out.state_writes).length === 0) {
+      /* The common answer without four stringify calls: a fifth of a small call's CPU time.
+         Joined, never added: a long sum is a rope string, which the binding cannot return. */
+      return ['{"ok":true,"value":', value, ',"logs":[],"emits":[],"state_writes":{},"state_ttls":{}}'].join("");
+    }
     return ['{"ok":true,"value":', value, ',"logs":', stringify(out.logs), ',"emits":', stringify(out.emits),
       ',"state_writes":', stringify(out.state_writes), ',"state_ttls":', stringify(out.state_ttls), "}"].join("");
+  }
+
+  /* The whole request as one JSON line (config included, parsed anew every call). */
+  function call(line, limitsJSON) {
+    var L = limitsOf(limitsJSON);
+    return run(function () { var req = parse(line); req.limits = L; return req; }, false);
+  }
+
+  /* The event as its own JSON text (parsed only here), the config by key (see setConfig). */
+  function callKeyed(eventText, name, configKey, stateText, limitsJSON) {
+    if (!configs.has(configKey)) { fail("call", "no config is loaded for this call"); }
+    var config = configs.get(configKey), L = limitsOf(limitsJSON);
+    return run(function () {
+      return { function: name, event: parse(eventText), config: configOf(config), state: parse(stateText), limits: L };
+    }, false);
+  }
+
+  /* Frozen plain copies of the values a script's top level computed, or null where a copy could
+     behave differently from the original or carry state: a function (a closure may hold
+     mutable variables), a getter or setter, any object but a plain object, an array or a regex
+     without g/y (Map, Set, typed arrays, class instances... and, when ``objects`` is false, any
+     object at all). Built-ins (``Object.prototype.hasOwnProperty``, ``Math``...) are kept as
+     they are: they were frozen above and every call shares them anyway. The copies are made here, from own data properties only, so whatever the
+     top level built, what calls share is plain data this file created and froze; sharing and
+     cycles between the values are kept. */
+  var NOPE = freeze({}), RegExpProto = RegExp.prototype, reSource = gopd(RegExpProto, "source").get;
+  var reFlags = [["d", "hasIndices"], ["g", "global"], ["i", "ignoreCase"], ["m", "multiline"], ["s", "dotAll"],
+    ["u", "unicode"], ["v", "unicodeSets"], ["y", "sticky"]].filter(function (f) { return gopd(RegExpProto, f[1]) !== undefined; })
+    .map(function (f) { return [f[0], gopd(RegExpProto, f[1]).get]; });
+  var objectTag = ObjProto.toString, PLAIN_TAGS = ["[object Object]", "[object Array]", "[object RegExp]"];
+  function regexCopy(v, keys) {
+    var flags = "", source;
+    try {
+      source = reSource.call(v);
+      for (var i = 0; i < reFlags.length; i++) { if (reFlags[i][1].call(v)) { flags += reFlags[i][0]; } }
+    } catch (e) { throw NOPE; }
+    var d = gopd(v, "lastIndex");
+    if (flags.indexOf("g") >= 0 || flags.indexOf("y") >= 0 || keys.length !== 1 || d === undefined || d.value !== 0) { throw NOPE; }
+    return freeze(new RegExpCtor(source, flags));
+  }
+  function keep(values, objects) {
+    var copies = new Map(), todo = [];
+    function copyOf(v) {
+      if (v === null || (typeof v !== "object" && typeof v !== "function") || realm.has(v)) { return v; }
+      if (typeof v === "function" || !objects) { throw NOPE; }
+      var c = copies.get(v);
+      if (c !== undefined) { return c; }
+      var p = getProto(v), keys = ownKeys(v);
+      if (PLAIN_TAGS.indexOf(objectTag.call(v)) < 0) { throw NOPE; }
+      if (p === RegExpProto) { c = regexCopy(v, keys); copies.set(v, c); return c; }
+      if (isArray(v)) {
+        if (p !== ArrProto) { throw NOPE; }
+        c = [];
+        c.length = v.length;
+      } else if (p === ObjProto || p === null) {
+        c = p === null ? create(null) : {};
+      } else { throw NOPE; }
+      copies.set(v, c);
+      todo.push([v, c, keys]);
+      return c;
+    }
+    try {
+      var root = copyOf(values);
+      while (todo.length) {
+        var t = todo.pop(), from = t[0], to = t[1], keys = t[2];
+        for (var i = 0; i < keys.length; i++) {
+          if (keys[i] === "length" && isArray(from)) { continue; }
+          var d = gopd(from, keys[i]);
+          if (d === undefined || !("value" in d)) { throw NOPE; }
+          defineProperty(to, keys[i], { value: copyOf(d.value), enumerable: d.enumerable, writable: true, configurable: true });
+        }
+        freeze(to);
+      }
+      return root;
+    } catch (e) {
+      if (e === NOPE) { return null; }
+      throw e;
+    }
+  }
+  /* ``valuesWrapped`` runs the top level once and returns its constants; ``bodyWrapped`` takes
+     their kept copies. The constants a body binds are frozen, so a call can read them but not
+     change them; everything else it makes (its functions included) is new each call. */
+  function runOnce(valuesWrapped, bodyWrapped, objects) {
+    var copies = keep(indirectEval(valuesWrapped)(), objects), made;
+    if (copies === null) { return "refused"; }
+    /* The body only rebinds names the source declares; should it not compile (a name written
+       with escapes that clashes with the parameter), the top level runs every call instead. */
+    try { made = indirectEval(bodyWrapped); } catch (e) { return "refused"; }
+    freeze(made);
+    freeze(made.prototype);
+    body = made;
+    kept = copies;
+    return "once";
   }
 
   /* ``wrapped`` is "(function () {"use strict";<source>\n;return {on_x: ...};})", made by the
@@ -163,19 +328,24 @@ globalThis.__he = (function (g) {
      the function early. Strict code has no ``arguments.callee``, no ``with`` and an undefined
      ``this``: nothing in the source can reach the wrapper, which is frozen anyway.
      Evaluating it only parses; with ``trial`` the top-level code runs once (at load time) and
-     the names of the on_<point> functions it defines come back. */
-  function prepare(wrapped, withHost, withRegex, trial) {
+     the names of the on_<point> functions it defines come back. With ``valuesWrapped`` (a
+     script jsscope.py found eligible) the top level runs once here and its constants are kept
+     (see keep); ``once`` says whether they were. */
+  function prepare(wrapped, withHost, withRegex, trial, valuesWrapped, bodyWrapped, objects) {
     try {
       script = indirectEval(wrapped);
+      body = null;
+      kept = null;
       /* The wrapper outlives the call: nothing may be parked on it or its prototype. */
       freeze(script);
       freeze(script.prototype);
       if (withHost || withRegex) { hostLib(); }
       if (withRegex) { lib.engine(); }
-      if (!trial) { return stringify({ ok: true, functions: [] }); }
-      var fns = script();
-      return stringify({ ok: true, functions: Object.keys(fns).filter(function (k) { return typeof fns[k] === "function"; }) });
-    } catch (e) { script = null; return stringify({ ok: false, error: describe(e) }); }
+      var once = valuesWrapped === null ? "no" : runOnce(valuesWrapped, bodyWrapped, objects);
+      if (!trial) { return stringify({ ok: true, once: once, functions: [] }); }
+      var fns = kept === null ? script() : body(kept);
+      return stringify({ ok: true, once: once, functions: Object.keys(fns).filter(function (k) { return typeof fns[k] === "function"; }) });
+    } catch (e) { script = null; body = null; kept = null; return stringify({ ok: false, error: describe(e) }); }
   }
 
   /* host.match/redact for Python scripts, in a context of their own (see freshPatterns). */
@@ -187,5 +357,5 @@ globalThis.__he = (function (g) {
       return stringify({ ok: true, value: r });
     } catch (e) { return stringify({ ok: false, error: describe(e) }); }
   }
-  return freeze({ call: call, prepare: prepare, regex: regexOp, fresh: freshPatterns });
+  return freeze({ call: call, callKeyed: callKeyed, config: setConfig, prepare: prepare, regex: regexOp, fresh: freshPatterns });
 })(globalThis);
