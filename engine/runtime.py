@@ -213,6 +213,7 @@ class Engine:
                         quarantine_kills=s.quarantine_kills,
                         quarantine_window_s=s.quarantine_window_s,
                     ),
+                    max_contexts=s.max_contexts,
                 )
             return self._sandbox
 

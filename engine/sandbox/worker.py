@@ -79,7 +79,7 @@ class Served:
             self.limits[key] = wire
         for key, config in header.get("configs", {}).items():
             self._keep_config(key, _dumps(config))
-        if "contexts" in header and hasattr(self.js, "set_capacity"):
+        if "contexts" in header:
             self.js.set_capacity(int(header["contexts"]))
 
     def _keep_config(self, key: str, text: str) -> None:
@@ -99,40 +99,8 @@ class Served:
         self.configs.move_to_end(call["config_key"])
         call["limits"], call["config_text"] = limits, config_text
         if call["language"] == "javascript":
-            return _call_v2(self.js, call, event_text)
-        return _call_v2(self.py, call, event_text)
-
-
-def _call_v2(runtime: Any, call: dict[str, Any], event_text: str) -> dict[str, Any] | str:
-    if hasattr(runtime, "call_v2"):
-        return runtime.call_v2(call, event_text)
-    return _legacy_call(runtime, call, event_text)
-
-
-# --- ADAPTER to the runtimes' one-request ``call``; removed once both runtimes have call_v2. ---
-def _legacy_call(runtime: Any, call: dict[str, Any], event_text: str) -> dict[str, Any] | str:
-    req = {
-        "op": "call",
-        "language": call["language"],
-        "function": call["function"],
-        "script": call["script"],
-        "limits": call["limits"],
-        "limits_key": call["limits_key"],
-        "state": call["state"],
-    }
-    if call["language"] == "javascript":
-        line = (
-            f'{{"function":{json.dumps(call["function"])},"event":{event_text},'
-            f'"config":{call["config_text"]},"state":{json.dumps(call["state"])}}}'
-        )
-        return runtime.call(req, line)
-    # Parsed per call: a script may change what it was given, the next call must not see it.
-    req["event"] = json.loads(event_text)
-    req["config"] = json.loads(call["config_text"])
-    return runtime.call(req)
-
-
-# --- end of ADAPTER ---
+            return self.js.call_v2(call, event_text)
+        return self.py.call_v2(call, event_text)
 
 
 def run_batch(

@@ -21,6 +21,7 @@ from engine.errors import (
 )
 from engine.points import Point, suggest
 from engine.sandbox.batch import Batch, ConfigTexts, Exchange, answer_cap, dumps, failure_of
+from engine.sandbox.jsscope import context_capacity
 from engine.sandbox.limits import BatchCall, CallResult, CompiledScript, Language, Limits
 from engine.sandbox.pool import GRACE_S, Worker, WorkerDied, Workers
 from engine.sandbox.supervise import PoolPolicy
@@ -153,18 +154,11 @@ class WorkerPool:
             self._held[script.key] += step
             if self._held[script.key] <= 0:
                 del self._held[script.key]
-            held = len(self._held)
-            over = held > self.max_contexts
-            warn, self._warned = over and not self._warned, over
+            capacity, warning = context_capacity(len(self._held), cap=self.max_contexts)
+            warn, self._warned = warning is not None and not self._warned, warning is not None
         if warn:
-            log.warning(
-                "%d JavaScript scripts are loaded (per agent), more than scripts.max_contexts = %d "
-                "prepared contexts a worker keeps: with all of them in rotation a call may prepare "
-                "its context on its own time; raise scripts.max_contexts in engine.yaml",
-                held,
-                self.max_contexts,
-            )
-        self.expect_scripts(min(max(held, MIN_CONTEXTS), self.max_contexts))
+            log.warning("%s", warning)
+        self.expect_scripts(min(max(capacity, MIN_CONTEXTS), self.max_contexts))
 
     def call(
         self,

@@ -39,7 +39,7 @@ def test_contexts_follow_the_scripts_held_within_the_floor_and_the_cap(
                 pool.hold(s)
         assert pool._contexts == 40
         warnings = [r for r in caplog.records if "scripts.max_contexts" in r.getMessage()]
-        assert len(warnings) == 1 and "41 JavaScript scripts" in warnings[0].getMessage()
+        assert len(warnings) == 1 and "41 JavaScript script hooks" in warnings[0].getMessage()
         for s in more[30:]:
             pool.release(s)
         assert pool._contexts == 30
