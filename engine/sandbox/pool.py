@@ -136,6 +136,15 @@ class Worker:
         self.close()
 
 
+class _Ticket:
+    """One call waiting in ``Workers.take`` (compared by identity)."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: str | None) -> None:
+        self.owner = owner
+
+
 class Workers:
     """A thread-safe set of workers shared fairly between hooks.
 
@@ -164,6 +173,8 @@ class Workers:
         self._idle: list[Worker] = []
         self._all: set[Worker] = set()
         self._busy: dict[str, int] = {}
+        self._waiting: list[_Ticket] = []
+        """Calls in ``take``, first come first; each is served in this order (``_my_turn``)."""
         self._owed: deque[str | None] = deque()
         """Owners of killed workers, in order; each holds its slot until its replacement runs."""
         self._closed = False
@@ -217,28 +228,58 @@ class Workers:
                 closed).
         """
         end = time.monotonic() + timeout_s
+        ticket = _Ticket(owner)
         with self._lock:
-            while True:
-                if self._closed:
-                    raise ScriptLimitError("the sandbox is closed", cause="crashed")
-                if owner is not None and owner in self._kills.quarantined:
-                    raise ScriptLimitError(
-                        self._kills.quarantined[owner].reason, cause="quarantined"
-                    )
-                self._start_spawner()  # it may have failed to start before
-                if not self._all and self.last_spawn_error is not None:
-                    raise ScriptLimitError(self._unavailable_reason(), cause="unavailable")
-                at_cap = owner is not None and self._busy.get(owner, 0) >= self.per_hook
-                if self._idle and not at_cap:
-                    break
-                left = end - time.monotonic()
-                if left <= 0:
-                    raise ScriptLimitError(self._busy_reason(at_cap, timeout_s), cause="busy")
-                self._freed.wait(left)
+            self._waiting.append(ticket)
+            try:
+                while True:
+                    if self._closed:
+                        raise ScriptLimitError("the sandbox is closed", cause="crashed")
+                    if owner is not None and owner in self._kills.quarantined:
+                        raise ScriptLimitError(
+                            self._kills.quarantined[owner].reason, cause="quarantined"
+                        )
+                    self._start_spawner()  # it may have failed to start before
+                    if not self._all and self.last_spawn_error is not None:
+                        raise ScriptLimitError(self._unavailable_reason(), cause="unavailable")
+                    if self._my_turn(ticket):
+                        break
+                    left = end - time.monotonic()
+                    if left <= 0:
+                        at_cap = owner is not None and self._busy.get(owner, 0) >= self.per_hook
+                        raise ScriptLimitError(self._busy_reason(at_cap, timeout_s), cause="busy")
+                    self._freed.wait(left)
+            except BaseException:
+                self._waiting.remove(ticket)
+                self._freed.notify_all()  # a waiter behind this one may be served now
+                raise
+            self._waiting.remove(ticket)
             if owner is not None:
                 self._busy[owner] = self._busy.get(owner, 0) + 1
             # LIFO: the worker used last has its script context and caches hot.
             return self._idle.pop()
+
+    def _my_turn(self, ticket: _Ticket) -> bool:
+        """Under the lock: whether ``ticket`` gets an idle worker now, first come first served.
+
+        Each waiter queued before it that could take a worker (one is idle, its hook is below
+        its share) is served first. Without this order, a thread that gives a worker back and
+        at once asks again takes it before the waiter it woke is scheduled, again and again:
+        on a loaded machine that waiter was refused as ``busy`` while the hook's worker served
+        a call every few milliseconds.
+        """
+        idle = len(self._idle)
+        served: dict[str, int] = {}
+        for waiter in self._waiting:
+            owner = waiter.owner
+            fits = owner is None or self._busy.get(owner, 0) + served.get(owner, 0) < self.per_hook
+            if waiter is ticket:
+                return idle > 0 and fits
+            if fits and idle:
+                idle -= 1
+                if owner is not None:
+                    served[owner] = served.get(owner, 0) + 1
+        return False
 
     def _unavailable_reason(self) -> str:
         return (
