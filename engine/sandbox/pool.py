@@ -245,8 +245,10 @@ class Workers:
                     if self._my_turn(ticket):
                         break
                     left = end - time.monotonic()
+                    at_cap = owner is not None and self._busy.get(owner, 0) >= self.per_hook
                     if left <= 0:
-                        at_cap = owner is not None and self._busy.get(owner, 0) >= self.per_hook
+                        if self._idle and not at_cap:
+                            break  # out of time: a free worker beats the order
                         raise ScriptLimitError(self._busy_reason(at_cap, timeout_s), cause="busy")
                     self._freed.wait(left)
             except BaseException:
@@ -266,7 +268,9 @@ class Workers:
         its share) is served first. Without this order, a thread that gives a worker back and
         at once asks again takes it before the waiter it woke is scheduled, again and again:
         on a loaded machine that waiter was refused as ``busy`` while the hook's worker served
-        a call every few milliseconds.
+        a call every few milliseconds. A call whose wait runs out takes an idle worker within
+        its hook's share whatever the order: a waiter ahead of it that is slow to wake (on a
+        loaded machine) must not make it fail as ``busy`` beside a free worker.
         """
         idle = len(self._idle)
         served: dict[str, int] = {}

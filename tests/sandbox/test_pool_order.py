@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from engine.sandbox.pool import Workers
+from engine.sandbox.pool import Workers, _Ticket
 
 
 def wait_for(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
@@ -54,6 +54,18 @@ def test_a_waiter_at_its_hooks_share_does_not_hold_up_other_hooks() -> None:
             workers.give_back(worker, healthy=True, owner="greedy")
         blocked.join()
         assert workers.health()["busy"] == 0
+    finally:
+        workers.close()
+
+
+def test_a_call_out_of_time_takes_a_free_worker_past_a_waiter_that_is_slow_to_wake() -> None:
+    workers = Workers(2)
+    try:
+        workers._waiting.append(_Ticket("guard"))  # first in line, and never wakes
+        started = time.monotonic()
+        worker = workers.take("guard", timeout_s=0.1)
+        assert time.monotonic() - started >= 0.1  # it waited its turn until its time ran out
+        workers.give_back(worker, healthy=True, owner="guard")
     finally:
         workers.close()
 
