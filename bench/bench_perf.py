@@ -273,8 +273,11 @@ def row_rotation(run: Run) -> None:
 def deny_list() -> dict[str, bool]:
     """Tool names mapped to true, DENY_BYTES of JSON; no event of the bench names one."""
     deny: dict[str, bool] = {}
-    while len(json.dumps(deny)) < DENY_BYTES:
-        deny[f"tool_{len(deny):05d}_denied"] = True
+    size = 2  # {}
+    while size < DENY_BYTES:
+        name = f"tool_{len(deny):05d}_denied"
+        deny[name] = True
+        size += len(json.dumps({name: True}))  # '"name": true' plus ', ' (for the braces)
     return deny
 
 
@@ -331,6 +334,9 @@ def row_denylist(run: Run) -> None:
             for lang in ("js", "py")
             for where, label in labels.items()
         }
+        for lang, where in itertools.product(("js", "py"), ("top", "config")):
+            out = engine.agent(f"{lang}_{where}").tool_call("tool_00042_denied", {})
+            assert out.blocked and out.reason == "denied", (lang, where, out.reason)
         t = timed_rounds(run, cases)
     print_cases(f"{DENY_BYTES // 1000} KB deny list (records off)", t)
     for lang in ("JS", "PY"):
@@ -377,9 +383,11 @@ def clocked(fn: Callable[[], object], decisions: int) -> tuple[float, float]:
 
 
 def row_async(run: Run) -> None:
-    n = run.settings.decisions
+    n = run.settings.decisions // 8 * 8  # every variant makes the same decisions
     with open_engine(run, "async", guard_agents) as engine:
         agent = engine.agent("js_off")
+        agent.tool_call("read_file", {})  # starts the sandbox, so its health is known
+        per_hook = engine.status()["sandbox"]["per_hook"]
         sync = tool_calls(agent, EVENTS, misses=run.misses)
         acall = tool_calls(agent, EVENTS, misses=run.misses, call_async=True)
 
@@ -400,10 +408,13 @@ def row_async(run: Run) -> None:
         found: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
         for _ in range(run.settings.rounds):
             for name, fn in variants.items():
-                found[name].append(clocked(fn, n // 8 * 8 if "8" in name else n))
+                found[name].append(clocked(fn, n))
     rate = {k: statistics.median(r for r, _ in v) for k, v in found.items()}
     cpu = {k: statistics.median(c for _, c in v) for k, v in found.items()}
-    print(f"\n## asyncio (JavaScript guard, records off, {n} decisions per variant)")
+    print(
+        f"\n## asyncio (JavaScript guard, records off, {n} decisions per variant; "
+        f"the hook may use {per_hook} worker(s) at once)"
+    )
     print(f"  {'case':<48} {'decisions/s':>12} {'CPU µs/decision':>16}")
     for name in variants:
         print(f"  {name:<48} {rate[name]:>12.0f} {cpu[name] * 1e6:>16.1f}")
