@@ -4,6 +4,8 @@ Script rows go through the full engine path (Engine.load of a temp config with r
 agent.tool_call: pipeline, sandbox worker, prepared fresh state, result validation, record).
 Baselines make the same decision: a plain Python function (the floor), the same policy in Rego
 evaluated in-process by regopy, and a process started per call (``python -c``, ``/bin/sh``).
+The engine, the floor and Rego decide the three events of ``common.EVENTS`` in turn; a process
+per call decides the first (``delete_file``), since what it costs is the start.
 
 Run: python bench/bench_script_hook.py [--runs N] [--spawn-runs N]
 """
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import subprocess
 import sys
@@ -22,31 +23,25 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import measure, pct, report
+from common import (
+    EVENTS,
+    FORBIDDEN,
+    GUARD_CONFIG,
+    RM_RF,
+    copy_scripts,
+    measure,
+    pct,
+    plain_python,
+    rego,
+    report,
+    script_hook,
+    tool_calls,
+    write_agent,
+)
 
 from engine import Engine
 
-ROOT = Path(__file__).resolve().parents[1]
 EVENT = {"name": "delete_file", "input": {"path": "a.txt"}}
-FORBIDDEN = ["delete_file", "drop_table"]
-RM_RF = r"\brm\s+(-\w+\s+)*-\w*[rRf]"
-REGO = f"""package hooks.no_deletes
-
-default block := ""
-
-forbidden := {{{", ".join(json.dumps(f) for f in FORBIDDEN)}}}
-
-block := sprintf("the tool %s deletes data and is not allowed here", [input.name]) if {{
-    forbidden[input.name]
-}}
-
-block := sprintf("the command deletes data and is not allowed here: %s",
-                 [input.input.command]) if {{
-    not forbidden[input.name]
-    input.name == "shell"
-    regex.match(`{RM_RF}`, input.input.command)
-}}
-"""
 PY_DECIDE = (
     "import json, re, sys\n"
     "e = json.loads(sys.argv[1])\n"
@@ -63,48 +58,14 @@ TARGET_P50_US = 150.0
 
 def write_config(root: Path) -> Path:
     config = root / "config"
-    shutil.copytree(ROOT / "config" / "scripts", config / "scripts")
-    for lang, suffix in (("js", "js"), ("py", "py")):
-        hooks = config / "agents" / lang / "hooks"
-        hooks.mkdir(parents=True)
-        (config / "agents" / lang / "agent.yaml").write_text("hooks: [no_deletes]\n")
-        (hooks / "no_deletes.yaml").write_text(
-            "kind: script_hook\nname: no_deletes\n"
-            f"script: ../../../scripts/no_deletes.{suffix}\n"
-            f"config:\n  forbidden: {json.dumps(FORBIDDEN)}\n  shell_tools: [shell]\n"
+    copy_scripts(config)
+    for lang in ("js", "py"):
+        write_agent(
+            config,
+            lang,
+            {"no_deletes": script_hook("no_deletes", f"no_deletes.{lang}", GUARD_CONFIG)},
         )
     return config
-
-
-def plain_python() -> Callable[[], object]:
-    import re
-
-    pattern = re.compile(RM_RF)
-
-    def decide() -> object:
-        if EVENT["name"] in FORBIDDEN:
-            return {"block": f"the tool {EVENT['name']} deletes data and is not allowed here"}
-        command = EVENT["input"].get("command")  # type: ignore[attr-defined]
-        if EVENT["name"] == "shell" and pattern.search(command or ""):
-            return {"block": "the command deletes data"}
-        return None
-
-    return decide
-
-
-def rego() -> Callable[[], object]:
-    import regopy
-
-    interpreter = regopy.Interpreter()
-    interpreter.add_module("no_deletes", REGO)
-
-    def decide() -> object:
-        interpreter.set_input_term(json.dumps(EVENT))
-        out = interpreter.query("data.hooks.no_deletes.block")
-        assert "deletes data" in str(out)
-        return out
-
-    return decide
 
 
 def spawn(argv: list[str]) -> Callable[[], object]:
@@ -120,13 +81,7 @@ def engine_rows(config: Path, db: Path, runs: int) -> list[tuple[str, list[float
     rows = []
     with Engine.load(config, db=str(db), records=True) as engine:
         for lang, label in (("js", "JavaScript"), ("py", "Python")):
-            agent = engine.agent(lang)
-
-            def call(agent=agent) -> object:  # type: ignore[no-untyped-def]
-                d = agent.tool_call("delete_file", {"path": "a.txt"}, user_id="u1")
-                assert d.blocked, d.reason
-                return d
-
+            call = tool_calls(engine.agent(lang), EVENTS)
             rows.append((f"engine + script_hook ({label})", measure(call, runs=runs, warmup=300)))
     return rows
 

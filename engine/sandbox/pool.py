@@ -48,6 +48,15 @@ def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args
         loop.call_soon_threadsafe(fn, *args)
 
 
+class _Ticket:
+    """One call waiting in ``Workers.take`` (compared by identity)."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: str | None) -> None:
+        self.owner = owner
+
+
 class Workers:
     """A thread-safe set of workers shared fairly between hooks.
 
@@ -78,6 +87,8 @@ class Workers:
         self._idle: list[Worker] = []
         self._all: set[Worker] = set()
         self._busy: dict[str, int] = {}
+        self._waiting: list[_Ticket] = []
+        """Calls in ``take``, first come first; each is served in this order (``_my_turn``)."""
         self._owed: deque[str | None] = deque()
         """Owners of killed workers, in order; each holds its slot until its replacement runs."""
         self._closed = False
@@ -131,15 +142,24 @@ class Workers:
                 closed).
         """
         end = time.monotonic() + timeout_s
+        ticket = _Ticket(owner)
         with self._lock:
-            while True:
-                worker = self._take_now(owner)
-                if isinstance(worker, Worker):
-                    return worker
-                left = end - time.monotonic()
-                if left <= 0:
-                    raise ScriptLimitError(self._busy_reason(worker, timeout_s), cause="busy")
-                self._freed.wait(left)
+            self._waiting.append(ticket)
+            try:
+                while True:
+                    left = end - time.monotonic()
+                    # out of time, a free worker beats the order (see _my_turn)
+                    worker = self._take_now(owner, turn=left <= 0 or self._my_turn(ticket))
+                    if isinstance(worker, Worker):
+                        self._waiting.remove(ticket)
+                        return worker
+                    if left <= 0:
+                        raise ScriptLimitError(self._busy_reason(worker, timeout_s), cause="busy")
+                    self._freed.wait(left)
+            except BaseException:
+                self._waiting.remove(ticket)
+                self._freed.notify_all()  # a waiter behind this one may be served now
+                raise
 
     async def atake(self, owner: str | None, *, timeout_s: float) -> Worker:
         """``take`` for the event loop: waits for a free worker without blocking the loop.
@@ -181,8 +201,9 @@ class Workers:
             self.give_back(handed, healthy=True, owner=waiter.owner)
         return at_cap
 
-    def _take_now(self, owner: str | None) -> Worker | bool:
-        """Under the lock: a free worker for ``owner`` now, or whether it is at its cap."""
+    def _take_now(self, owner: str | None, *, turn: bool = True) -> Worker | bool:
+        """Under the lock: a free worker for ``owner`` now, or whether it is at its cap.
+        ``turn``: False while a thread queued before this one could take the worker."""
         if self._closed:
             raise ScriptLimitError("the sandbox is closed", cause="crashed")
         self._check_quarantine(owner)
@@ -190,7 +211,7 @@ class Workers:
         if not self._all and self.last_spawn_error is not None:
             raise ScriptLimitError(self._unavailable_reason(), cause="unavailable")
         at_cap = self._at_cap(owner)
-        if not self._idle or at_cap:
+        if not self._idle or at_cap or not turn:
             return at_cap
         if owner is not None:
             self._busy[owner] = self._busy.get(owner, 0) + 1
@@ -265,6 +286,30 @@ class Workers:
 
     def _at_cap(self, owner: str | None) -> bool:
         return owner is not None and self._busy.get(owner, 0) >= self.per_hook
+
+    def _my_turn(self, ticket: _Ticket) -> bool:
+        """Under the lock: whether ``ticket`` gets an idle worker now, first come first served.
+
+        Each waiter queued before it that could take a worker (one is idle, its hook is below
+        its share) is served first. Without this order, a thread that gives a worker back and
+        at once asks again takes it before the waiter it woke is scheduled, again and again:
+        on a loaded machine that waiter was refused as ``busy`` while the hook's worker served
+        a call every few milliseconds. A call whose wait runs out takes an idle worker within
+        its hook's share whatever the order: a waiter ahead of it that is slow to wake (on a
+        loaded machine) must not make it fail as ``busy`` beside a free worker.
+        """
+        idle = len(self._idle)
+        served: dict[str, int] = {}
+        for waiter in self._waiting:
+            owner = waiter.owner
+            fits = owner is None or self._busy.get(owner, 0) + served.get(owner, 0) < self.per_hook
+            if waiter is ticket:
+                return idle > 0 and fits
+            if fits and idle:
+                idle -= 1
+                if owner is not None:
+                    served[owner] = served.get(owner, 0) + 1
+        return False
 
     def _unavailable_reason(self) -> str:
         return (
