@@ -12,11 +12,10 @@ import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from time import monotonic
 from typing import Any
 
 from engine.errors import ScriptError, ScriptLimitError, ScriptRuntimeError
-from engine.sandbox import effects
+from engine.sandbox import effects, hostclock
 from engine.sandbox.limits import BatchCall, CallResult, Language, Limits
 from engine.sandbox.pool import GRACE_S, Worker, WorkerDied, Workers
 
@@ -423,7 +422,7 @@ def _not_json(exc: Exception, call: BatchCall) -> ScriptError:
 def _deadline(limits: Limits) -> float:
     """A call's wall-clock deadline from now: twice its budget (CPU time lags wall time on a
     loaded machine, and a call may first load its script) plus the grace."""
-    return monotonic() + 2 * limits.timeout_ms / 1000 + GRACE_S
+    return hostclock.now() + 2 * limits.timeout_ms / 1000 + GRACE_S
 
 
 def failure_of(answer: dict[str, Any], language: Language) -> ScriptError | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import ScriptLimitError
+from engine.sandbox import hostclock
 from engine.sandbox.process import START_TIMEOUT_S, Worker, WorkerDied, wake_future
 from engine.sandbox.supervise import KillLog, PoolPolicy, TokenBucket
 
@@ -141,13 +142,13 @@ class Workers:
                 runs and spawning fails), 'busy' (none free in time) or 'crashed' (the pool is
                 closed).
         """
-        end = time.monotonic() + timeout_s
+        end = hostclock.now() + timeout_s
         ticket = _Ticket(owner)
         with self._lock:
             self._waiting.append(ticket)
             try:
                 while True:
-                    left = end - time.monotonic()
+                    left = end - hostclock.now()
                     # out of time, a free worker beats the order (see _my_turn)
                     worker = self._take_now(owner, turn=left <= 0 or self._my_turn(ticket))
                     if isinstance(worker, Worker):

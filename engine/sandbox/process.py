@@ -9,9 +9,10 @@ import os
 import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from engine.sandbox import hostclock
 
 _ROOT = Path(__file__).resolve().parents[2]
 # The worker imports only engine/sandbox: the stubs keep engine/__init__ (the whole engine,
@@ -70,13 +71,13 @@ class Worker:
     def wait_ready(self) -> None:
         """Wait for the worker's ready line (its start-up), at most START_TIMEOUT_S."""
         if not self._ready:
-            self._read(time.monotonic() + START_TIMEOUT_S, 1024)
+            self._read(hostclock.now() + START_TIMEOUT_S, 1024)
             self._ready = True
 
     def request(self, data: bytes, *, deadline_s: float, max_bytes: int) -> dict[str, Any]:
         """Send one request and wait for its (one-line) answer until the wall-clock deadline."""
         self.send(data)
-        return self.read_answer(time.monotonic() + deadline_s, max_bytes)
+        return self.read_answer(hostclock.now() + deadline_s, max_bytes)
 
     def send(self, data: bytes) -> None:
         """Write a request (the pipe takes it whole: a worker reads while the host writes)."""
@@ -105,8 +106,10 @@ class Worker:
         while (answer := self._line(max_bytes)) is None:
             # Past the deadline, one last look (a zero timeout): a host thread that waited for
             # the GIL (or the CPU) may wake late to an answer the worker gave in time.
-            left = max(deadline - time.monotonic(), 0.0)
+            left = max(deadline - hostclock.now(), 0.0)
             if not self._poll.poll(left * 1000):
+                if deadline > hostclock.now():
+                    continue  # the host stood still in its collector meanwhile
                 raise WorkerDied("worker overran its deadline", timed_out=True)
             self._fill()
         return answer
@@ -115,6 +118,8 @@ class Worker:
         """``read_answer`` on the running event loop: waits with ``loop.add_reader``."""
         while (answer := self._line(max_bytes)) is None:
             if not self._poll.poll(0) and not await self._readable(deadline):
+                if deadline > hostclock.now():
+                    continue  # the host stood still in its collector meanwhile
                 raise WorkerDied("worker overran its deadline", timed_out=True)
             self._fill()
         return answer
@@ -125,7 +130,7 @@ class Worker:
         loop = asyncio.get_running_loop()
         woke: asyncio.Future[bool] = loop.create_future()
         loop.add_reader(self._out, wake_future, woke, True)
-        timer = loop.call_later(max(deadline - time.monotonic(), 0.0), wake_future, woke, False)
+        timer = loop.call_later(max(deadline - hostclock.now(), 0.0), wake_future, woke, False)
         try:
             readable = await woke
         finally:
