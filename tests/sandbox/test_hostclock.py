@@ -1,4 +1,4 @@
-"""The pool's deadlines do not count the host's own collector pauses (engine/sandbox/hostclock.py)."""
+"""The pool's deadlines leave out the host's own collector pauses (sandbox/hostclock.py)."""
 
 from __future__ import annotations
 
