@@ -386,7 +386,7 @@ def test_each_calls_deadline_counts_from_the_answer_before_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     now = [100.0]
-    monkeypatch.setattr(batch_module, "monotonic", lambda: now[0])
+    monkeypatch.setattr(batch_module.hostclock, "now", lambda: now[0])
     script = CompiledScript(Language.JAVASCRIPT, "s.js", SEE_INPUT, frozenset({"on_tool_call"}))
     calls = [
         call(script, "a", limits=Limits(timeout_ms=100)),
