@@ -7,7 +7,6 @@ immutable snapshot: a reload builds a new one, an evaluation in flight keeps the
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import time
@@ -153,6 +152,8 @@ async def aevaluate(
         while True:
             step = core.send(answer)
             if isinstance(step, Blocking):
+                import asyncio
+
                 answer = await asyncio.to_thread(step.run)
                 continue
             try:

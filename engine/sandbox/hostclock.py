@@ -2,8 +2,9 @@
 
 A full collection of a large host process stops every thread of it, for hundreds of
 milliseconds on a loaded 2-core machine (tests/test_load_timeouts.py names the longest pauses
-when it fails), while the worker it waits for has long answered. Counting that pause against a script's deadline
-(or against a call's wait for a worker) refused harmless calls as timeouts or ``busy``. The
+when it fails), while the worker it waits for has long answered. Counting that pause against
+a script's deadline (or a call's wait for a worker) refused harmless calls as timeouts or
+``busy``. The
 pause is the host's, not the script's: the pool's deadlines do not count it. A runaway script
 is still stopped: the worker counts its own CPU time, and the collector's pauses are bounded.
 """

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import tempfile
 import threading
@@ -10,12 +9,15 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import ScriptLimitError
 from engine.sandbox import hostclock
 from engine.sandbox.process import START_TIMEOUT_S, Worker, WorkerDied, wake_future
 from engine.sandbox.supervise import KillLog, PoolPolicy, TokenBucket
+
+if TYPE_CHECKING:
+    import asyncio  # imported where used: only the async paths need it
 
 GRACE_S = 0.25
 """Wall-clock time past a call's own limit before the parent kills the worker."""
@@ -40,6 +42,8 @@ def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args
         RuntimeError: the loop is closed.
     """
     try:
+        import asyncio
+
         running = asyncio.get_running_loop()
     except RuntimeError:
         running = None
@@ -168,6 +172,8 @@ class Workers:
         A waiting task is handed a worker (charged to its hook) as one comes free, first come
         first served, so a worker is never fought over by tasks woken for it.
         """
+        import asyncio
+
         loop = asyncio.get_running_loop()
         with self._lock:
             worker = self._take_now(owner)

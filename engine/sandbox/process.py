@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -10,9 +9,12 @@ import select
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.sandbox import hostclock
+
+if TYPE_CHECKING:
+    import asyncio  # imported where used: only the async paths need it
 
 _ROOT = Path(__file__).resolve().parents[2]
 # The worker imports only engine/sandbox: the stubs keep engine/__init__ (the whole engine,
@@ -127,6 +129,8 @@ class Worker:
     async def _readable(self, deadline: float) -> bool:
         """Wait on the loop until the pipe is readable (True) or the deadline passed; past
         it, one last look, as in ``_read``."""
+        import asyncio
+
         loop = asyncio.get_running_loop()
         woke: asyncio.Future[bool] = loop.create_future()
         loop.add_reader(self._out, wake_future, woke, True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -10,7 +9,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import (
     Problem,
@@ -25,6 +24,9 @@ from engine.sandbox.jsscope import context_capacity
 from engine.sandbox.limits import BatchCall, CallResult, CompiledScript, Language, Limits
 from engine.sandbox.pool import GRACE_S, Worker, WorkerDied, Workers
 from engine.sandbox.supervise import PoolPolicy
+
+if TYPE_CHECKING:
+    import asyncio  # imported where used: only the async paths need it
 
 _POINTS = [p.value for p in Point]
 MIN_CONTEXTS = 16
@@ -229,6 +231,8 @@ class WorkerPool:
         never blocks the loop (no thread). A task cancelled while its worker runs leaves the
         worker to a background task that reads the remaining answers and gives it back (killed
         if they do not come in time), so no worker is lost and no answer is left in a pipe."""
+        import asyncio
+
         batch = Batch(point, event, calls)
         while not batch.finished:
             call = batch.next
@@ -279,6 +283,7 @@ class WorkerPool:
         """Read a cancelled exchange's remaining answers in a task of their own."""
         if not exchange.expecting:
             return False
+        import asyncio
 
         async def drain() -> None:
             try:
