@@ -300,7 +300,7 @@ def deny_script(config: Path, lang: str, where: str, deny: dict[str, bool]) -> s
     check = DENIED[lang].format(DENY_TEST[lang, where])
     source = source.replace(HEADS[lang], HEADS[lang] + check)
     if where == "top" and lang == "js":
-        source = f"var DENY = {json.dumps(deny)};\n\n{source}"
+        source = f"const DENY = {json.dumps(deny)};\n\n{source}"
     elif where == "top":
         source = f"DENY = {deny!r}\n\n{source}"
     name = f"deny_{where}.{lang}"

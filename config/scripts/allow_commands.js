@@ -4,8 +4,8 @@
 // substitution ($(...), backticks, <(...)), variables (${...}, $name), redirection (< >),
 // backslashes and quotes around the command word. Same decisions as allow_commands.py.
 
-var HIDING = ["`", "$", "<", ">", "\\"];
-var SEPARATORS = ["&&", "||", ";", "|", "&", "\n"];
+const HIDING = ["`", "$", "<", ">", "\\"];
+const SEPARATORS = ["&&", "||", ";", "|", "&", "\n"];
 
 function parts(command) {
   var text = command;

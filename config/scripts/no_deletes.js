@@ -12,20 +12,20 @@
 //   3. the text is lower-cased, and quotes (' " `) and backslashes are removed, so 'rm', "r""m"
 //      and \rm all read rm; a backtick also counts as a command separator.
 
-var DROPPED = "\u00AD\u180E\u200B\u200C\u200D\u200E\u200F\u202A\u202B\u202C\u202D\u202E" +
+const DROPPED = "\u00AD\u180E\u200B\u200C\u200D\u200E\u200F\u202A\u202B\u202C\u202D\u202E" +
   "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\uFEFF";
-var DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\uFE58\uFE63";
-var SPACES = "\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200A" +
+const DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\uFE58\uFE63";
+const SPACES = "\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200A" +
   "\u202F\u205F\u3000";
-var HEX = "0123456789abcdefABCDEF";
+const HEX = "0123456789abcdefABCDEF";
 
 // Commands that delete, found as words: what lies between separators, after its last "/"
 // (so /bin/rm is rm, while --rm and /srv/rm/ are not).
-var COMMANDS = ["rm", "unlink", "rmdir", "shred", "srm", "wipe", "wipefs", "truncate", "mkfs"];
-var SEPARATORS = ["\t", "\n", "\r", ";", "&", "|", "(", ")", "{", "}", "$", "!", "=", ":"];
+const COMMANDS = ["rm", "unlink", "rmdir", "shred", "srm", "wipe", "wipefs", "truncate", "mkfs"];
+const SEPARATORS = ["\t", "\n", "\r", ";", "&", "|", "(", ")", "{", "}", "$", "!", "=", ":"];
 
 // [words, pattern]: a pattern runs only on text holding one of its words (a cheap check first).
-var DESTRUCTIVE = [
+const DESTRUCTIVE = [
   [["rsync"], "\\brsync\\b.*\\s--(delete|remove-source-files)"],
   [["find"], "\\bfind\\b.*\\s-delete\\b"],
   [["dd"], "\\bdd\\b.*\\bof="],
@@ -39,9 +39,9 @@ var DESTRUCTIVE = [
   [["delete"], "\\bdelete\\s+from\\b"]
 ];
 // A tool whose name says it deletes, once split into words: delete_file, DeleteFile, remove.
-var NAME_WORDS = ["del", "remove", "rm", "drop", "destroy", "erase", "purge", "wipe",
+const NAME_WORDS = ["del", "remove", "rm", "drop", "destroy", "erase", "purge", "wipe",
   "truncate", "unlink", "shred"];
-var DELETING_NAME = "(^|_)(delete|del|remove|rm|drop|destroy|erase|purge|wipe|truncate|unlink|rmdir|shred)(_|$)";
+const DELETING_NAME = "(^|_)(delete|del|remove|rm|drop|destroy|erase|purge|wipe|truncate|unlink|rmdir|shred)(_|$)";
 
 function isHex(text) {
   for (var i = 0; i < text.length; i++) {

@@ -11,10 +11,10 @@
 // secret, is returned folded with the secrets replaced (the hiding characters go with them);
 // one that holds no secret is returned unchanged.
 
-var DIGITS = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+const DIGITS = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
 // [words, pattern]: a pattern runs only on a string whose lower-cased text holds one of
 // its words (a cheap check: the pattern engine costs microseconds per character).
-var SECRETS = [
+const SECRETS = [
   [["sk-"], "\\bsk-[A-Za-z0-9_-]{16,}"],  // OpenAI-style keys (sk-proj-...)
   [["k_live_", "k_test_"], "\\b[rsp]k_(live|test)_[A-Za-z0-9]{10,}"],  // Stripe keys
   [["ghp_", "gho_", "ghu_", "ghs_", "ghr_"], "\\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}"],  // GitHub tokens
@@ -31,12 +31,12 @@ var SECRETS = [
   [DIGITS, "\\b\\d{4}([ .-]?\\d{4}){3}\\b"],  // cards, 16 digits
   [DIGITS, "\\b3[47]\\d{2}[ .-]?\\d{6}[ .-]?\\d{5}\\b"]  // cards, 15 digits (Amex)
 ];
-var DROPPED = "\u00AD\u180E\u200B\u200C\u200D\u200E\u200F\u202A\u202B\u202C\u202D\u202E" +
+const DROPPED = "\u00AD\u180E\u200B\u200C\u200D\u200E\u200F\u202A\u202B\u202C\u202D\u202E" +
   "\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\uFEFF";
-var DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\uFE58\uFE63";
-var SPACES = "\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200A" +
+const DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\uFE58\uFE63";
+const SPACES = "\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200A" +
   "\u202F\u205F\u3000";
-var HEX = "0123456789abcdefABCDEF";
+const HEX = "0123456789abcdefABCDEF";
 
 function isHex(text) {
   for (var i = 0; i < text.length; i++) {

@@ -276,9 +276,10 @@ def _same(node: _N, visited: object) -> _N:
 def fold_constant_tables(tree: ast.Module) -> None:
     """Make module-level lookup tables compile-time constants, where no script can tell.
 
-    A name bound once, at module level, to a list or set display of literals, and otherwise
+    A name bound once, at module level, to a list, set or dict display of literals, and otherwise
     only read as the right side of ``in``/``not in`` (a list: also as what a ``for`` loop or a
-    comprehension iterates), is bound to a tuple or frozenset constant instead: the code object
+    comprehension iterates), is bound to a tuple or frozenset constant instead (a dict: the
+    frozenset of its keys, all that ``in`` reads of it): the code object
     holds it, so a call does not build it again (a deny list of thousands of names cost tens of
     microseconds per call). Membership and iteration give the same answers for both types, the
     value never reaches script code any other way, and it is immutable, so calls still share
@@ -301,7 +302,8 @@ def fold_constant_tables(tree: ast.Module) -> None:
 
 
 def _table_candidates(tree: ast.Module) -> dict[str, tuple[ast.Assign, Any]]:
-    """Module-level ``NAME = [literals]`` / ``NAME = {literals}``, each name assigned once."""
+    """Module-level ``NAME = [literals]`` / ``NAME = {literals}`` / ``NAME = {literal: literal}``,
+    each name assigned once."""
     found: dict[str, tuple[ast.Assign, Any]] = {}
     twice: set[str] = set()
     shadowed = {
@@ -324,6 +326,12 @@ def _table_candidates(tree: ast.Module) -> dict[str, tuple[ast.Assign, Any]]:
             found[target.id] = (stmt, tuple(ast.literal_eval(e) for e in value.elts))
         elif isinstance(value, ast.Set) and all(_value_hashed_constant(e) for e in value.elts):
             found[target.id] = (stmt, frozenset(ast.literal_eval(e) for e in value.elts))
+        elif (
+            isinstance(value, ast.Dict)
+            and all(k is not None and _value_hashed_constant(k) for k in value.keys)
+            and all(_literal(v) for v in value.values)
+        ):  # only ``in`` can read it (see _reads_as_table): its keys are all that shows
+            found[target.id] = (stmt, frozenset(ast.literal_eval(k) for k in value.keys))  # type: ignore[arg-type]
         elif _set_of_literals(value, shadowed):
             items = value.args[0].elts  # type: ignore[attr-defined]
             found[target.id] = (stmt, frozenset(ast.literal_eval(e) for e in items))

@@ -239,3 +239,28 @@ def test_a_budget_whose_cpu_time_is_used_up_is_out_of_time() -> None:
     with pytest.raises(Deadline):
         budget.tick()
     assert budget.expired
+
+
+# --- dict displays used only with ``in`` --------------------------------------------------
+
+
+def test_a_dict_only_tested_against_becomes_the_frozenset_of_its_keys(py: PythonRuntime) -> None:
+    source = "DENY = {'deny-1': True, 'deny-2': 1}\n"
+    found = constants(script("return {'x': event['name'] in DENY}", source))
+    assert found == [frozenset({"deny-1", "deny-2"})]
+    load(py, script("return {'in': event['name'] in DENY, 'out': 'x' not in DENY}", source), "d1")
+    assert call_v2(py, "d1", {"name": "deny-2"}, {})["value"] == {"in": True, "out": True}
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        "return {'v': DENY['deny-1']}",  # its values are read: the dict stays a dict
+        "for k in DENY:\n    pass",
+        "return {'v': DENY.get('deny-1')}",
+        "DENY['x'] = 1",
+    ],
+)
+def test_any_other_use_of_a_dict_keeps_it_built_per_call(use: str) -> None:
+    assert constants(script(use, "DENY = {'deny-1': True}")) == []
+    assert constants("DENY = {'deny-1': [1]}\nx = 'a' in DENY\n") == []  # a value not a literal
