@@ -399,7 +399,7 @@ ENGINE_BOMBS = {
     ],
     "js": [
         "var x = 'a'.padStart(1e9);",
-        "var x = 'a'.repeat(1e6).replaceAll('', 'x'.repeat(1000));",
+        "var x = 'a'.repeat(1e3).replaceAll('a', 'x'.repeat(1e5));",
         "var x = 'x'.repeat(1e9);",
         "var x = new Array(1e6).fill('y'.repeat(1000)).join(',');",
         "var x = JSON.stringify(new Array(1000).fill(new Array(1000).fill('y'.repeat(1000))));",
