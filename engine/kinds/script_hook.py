@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +16,7 @@ from engine.kinds.base import HookContext, Mode
 from engine.kinds.common import SpecHook
 from engine.points import Point
 from engine.sandbox import CallResult, CompiledScript, Language, Limits, WorkerPool
-from engine.sandbox.limits import BatchCall
+from engine.sandbox.limits import BatchCall, config_key
 
 _LANGUAGES = {".py": Language.PYTHON, ".js": Language.JAVASCRIPT}
 _USES_STATE = re.compile(r"\bstate\b")
@@ -209,12 +207,6 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
         owned={} if agent is None else {agent: script},
         config_key=config_key(config.config),
     )
-
-
-def config_key(config: dict[str, Any]) -> str:
-    """The same config value, the same key: a digest of its canonical JSON."""
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=repr)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _key_owner(agent: str, hook: str) -> str:

@@ -159,3 +159,15 @@ class CallResult:
     duration_ms: float
     state_ttls: dict[str, float] = field(default_factory=dict)
     """Of ``state_writes``, the keys set with a TTL: seconds after the event's time."""
+
+
+def config_key(config: Any) -> str:
+    """The same config value, the same key: a digest of its canonical JSON (a worker keeps the
+    parsed config per key, so the key must change whenever the value does). A value that is
+    not JSON gets a key of its own that no worker is sent: its calls fail before sending,
+    naming the problem."""
+    try:
+        text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return f"unsent:{id(config)}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
@@ -19,9 +18,16 @@ from engine.errors import (
     ScriptRuntimeError,
 )
 from engine.points import Point, suggest
-from engine.sandbox.batch import Batch, ConfigTexts, Exchange, answer_cap, dumps, failure_of
+from engine.sandbox.batch import Batch, ConfigTexts, Exchange, answer_cap, failure_of
 from engine.sandbox.jsscope import context_capacity
-from engine.sandbox.limits import BatchCall, CallResult, CompiledScript, Language, Limits
+from engine.sandbox.limits import (
+    BatchCall,
+    CallResult,
+    CompiledScript,
+    Language,
+    Limits,
+    config_key,
+)
 from engine.sandbox.pool import GRACE_S, Worker, WorkerDied, Workers
 from engine.sandbox.supervise import PoolPolicy
 
@@ -188,7 +194,7 @@ class WorkerPool:
         (result,) = self.call_batch(
             function.removeprefix("on_"),
             event,
-            [_single(script, function, config, state, limits or self.limits, owner, self._configs)],
+            [_single(script, function, config, state, limits or self.limits, owner)],
         )
         if isinstance(result, ScriptError):
             raise result
@@ -365,21 +371,13 @@ def _single(
     state: dict[str, Any],
     limits: Limits,
     owner: str | None,
-    configs: ConfigTexts,
 ) -> BatchCall:
     """A ``call`` as a batch of one; its config keyed by content (it comes without a key)."""
-    try:
-        text = dumps(config)
-    except (TypeError, ValueError, RecursionError):
-        key = f"unsent:{id(config)}"  # the call fails before anything is sent
-    else:
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-        configs.keep(key, text)
     return BatchCall(
         script=script,
         function=function,
         config=config,
-        config_key=key,
+        config_key=config_key(config),
         state=state,
         limits=limits,
         owner=owner or script.key,

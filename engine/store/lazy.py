@@ -85,7 +85,8 @@ def _connect_current(path: str, timeout_s: float) -> sqlite3.Connection | None:
     return conn
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """The device and inode of the file at ``path`` (None: there is none)."""
     try:
         st = os.stat(path)
     except OSError:
@@ -104,7 +105,7 @@ class LazyStore:
         self._opener = opener
         self._full: Store | None = None
         self._lock = threading.Lock()
-        self._opened = _identity(path)
+        self._opened = file_identity(path)
 
     @property
     def url(self) -> str:
@@ -166,7 +167,7 @@ class LazyStore:
             fast = self._conn is not None
         if not fast:
             return self.full().file_lost()
-        now = _identity(self.file)
+        now = file_identity(self.file)
         if now == self._opened:
             return None
         how = "deleted" if now is None else "replaced by another file"

@@ -14,6 +14,7 @@ from engine.encoding import escape_text
 from engine.errors import StoreError, StoreUnavailableError
 from engine.store.db import to_url
 from engine.store.faq import FaqTables
+from engine.store.lazy import file_identity as _identity
 from engine.store.memory import MemoryTables
 from engine.store.records import LossSummary, Record, RecordLoss, RecordQuery
 from engine.store.schema import (
@@ -29,15 +30,6 @@ __all__ = ["SCHEMA_VERSION", "SqlStore", "to_url"]
 def _width(column: sa.Column[Any]) -> int | None:
     """A string column's length limit (None: unlimited text)."""
     return getattr(column.type, "length", None)
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    """The device and inode of the file at ``path`` (None: there is none)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 def _held_here(paths: list[Path]) -> list[Path]:
