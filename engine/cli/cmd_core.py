@@ -11,7 +11,9 @@ from engine.cli.common import EXIT_OK, print_json, say
 from engine.cli.render import short
 from engine.config import load_engine_settings
 from engine.errors import ConfigError
-from engine.explain import OUTPUT_FIELDS, ignore_warning
+from engine.explain import OUTPUT_FIELDS, host_warnings, ignore_warning
+from engine.hosts import HOSTS
+from engine.points import Point
 from engine.replay import shadow_text
 from engine.runtime import Engine
 from engine.store import RecordQuery, open_store
@@ -20,6 +22,11 @@ from engine.store import RecordQuery, open_store
 def register(sub: Any) -> None:
     p = sub.add_parser("check", help="validate every agent and print all problems")
     p.add_argument("config", nargs="?", default="config", help="config folder (default: config)")
+    p.add_argument(
+        "--host",
+        choices=list(HOSTS),
+        help="also warn, per hook, of the changes this host cannot apply (docs/hosts.md)",
+    )
     p.set_defaults(func=check)
 
     p = sub.add_parser("demo", help="play a scripted conversation through the demo agent")
@@ -51,17 +58,28 @@ def check(args: argparse.Namespace) -> int:
     Warnings (a redactor with ``on_error: ignore``) are printed but do not change the exit
     code: the configuration is valid, only risky."""
     warned: set[str] = set()
+    host = HOSTS[args.host] if getattr(args, "host", None) else None
     with Engine.load(args.config, records=False, db=":memory:") as engine:
         for name in engine.agents:
             pipeline = engine.agent(name).pipeline
             hooks = pipeline.slots
             say(f"ok  {name}: {len(hooks)} hooks ({', '.join(s.hook.name for s in hooks)})")
-            for point in OUTPUT_FIELDS:
-                for slot in pipeline.by_point[point]:
-                    warning = ignore_warning(slot.hook, point)
-                    if warning is not None and warning not in warned:  # host hooks: once
-                        warned.add(warning)
-                        say(f"warning: {warning}")
+            warnings = [
+                ignore_warning(slot.hook, point)
+                for point in OUTPUT_FIELDS
+                for slot in pipeline.by_point[point]
+            ]
+            if host is not None:
+                warnings += [
+                    f"{name}: host {host.name}: {text}"
+                    for point in Point
+                    for slot in pipeline.by_point[point]
+                    for text in host_warnings(slot.hook, point, host)
+                ]
+            for warning in warnings:
+                if warning is not None and warning not in warned:  # host hooks: once
+                    warned.add(warning)
+                    say(f"warning: {warning}")
     return EXIT_OK
 
 
