@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import Engine
 from engine.cli import hook_tool, hookengine
 from tests.conftest import REPO, console, copy_demo
 
@@ -159,6 +160,12 @@ def test_demo_plays_offline_and_records(tmp_path: Path, capsys: pytest.CaptureFi
         hookengine.main, ["records", "--db", str(db), "--scope", "maria", "--limit", "2"], capsys
     )
     assert code == 0 and out.count("user:maria") == 2
+    with Engine.load(REPO / "config", db=str(db)) as engine:
+        engine.agent("demo").tool_call("shell", {"cmd": "ls"}, host="codex", user_id="cli")
+    code, out, _ = run(hookengine.main, ["records", "--db", str(db), "--host", "codex"], capsys)
+    assert code == 0 and out.count("via codex") == 1 and "user:cli" in out
+    code, out, _ = run(hookengine.main, ["records", "--db", str(db), "--host", "opa"], capsys)
+    assert code == 0 and out == "no records match\n"
 
 
 def test_the_real_console_scripts(tmp_path: Path) -> None:

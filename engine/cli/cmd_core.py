@@ -45,6 +45,7 @@ def register(sub: Any) -> None:
     p.add_argument("--agent")
     p.add_argument("--point")
     p.add_argument("--scope", help="a scope key (user:u1) or a bare id")
+    p.add_argument("--host", help="the host that asked (native, claude-code, ...)")
     p.add_argument("--since", help="ISO time, inclusive")
     p.add_argument("--until", help="ISO time, exclusive")
     p.add_argument("--limit", type=int, default=20)
@@ -118,6 +119,7 @@ def records(args: argparse.Namespace) -> int:
         agent=args.agent,
         point=args.point,
         scope=args.scope,
+        host=args.host,
         since=args.since,
         until=args.until,
         limit=args.limit,
@@ -131,7 +133,8 @@ def records(args: argparse.Namespace) -> int:
         print_json([r.model_dump(mode="json") for r in found])
         return EXIT_OK
     for r in found:
-        say(f"{r.time}  {r.agent}  {r.point}  {r.scope_key}  gen {r.generation}  {r.id[:8]}")
+        host = "" if r.host == "native" else f"  via {r.host}"
+        say(f"{r.time}  {r.agent}  {r.point}  {r.scope_key}  gen {r.generation}  {r.id[:8]}{host}")
         for run in r.hooks:
             detail = run.error or (json.dumps(run.change, ensure_ascii=False) if run.change else "")
             mode = "" if run.mode == "enforce" else " [shadow]"
