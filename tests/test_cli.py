@@ -368,3 +368,13 @@ def test_check_host_warns_ahead_of_what_the_host_cannot_apply(
     assert code == 0 and "warning" not in out
     code, _, err = run(hookengine.main, ["check", config, "--host", "claude"], capsys)
     assert code == 2 and "invalid choice: 'claude'" in err
+
+
+def test_the_check_host_example_in_the_docs_is_the_real_output(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    block = text.split("  $ hookengine check config --host codex\n", 1)[1].split("  ```", 1)[0]
+    shown = [line.removeprefix("  ") for line in block.splitlines()]
+    code, out, _ = run(hookengine.main, ["check", str(REPO / "config"), "--host", "codex"], capsys)
+    assert code == 0 and out.splitlines() == shown
