@@ -65,7 +65,7 @@ CASES = [
         "h.yaml",
         6,
         "first_n",
-        "valid integer",
+        "must be a whole number, got text 'two'",
         None,
     ),
     (
@@ -74,7 +74,7 @@ CASES = [
         "h.yaml",
         6,
         "first_n",
-        "greater than or equal to 1",
+        "must be >= 1, got 0",
         None,
     ),
     (
@@ -129,7 +129,7 @@ CASES = [
         "engine.yaml",
         1,
         "retention",
-        "valid integer",
+        "must be a whole number",
         None,
     ),
     (
@@ -165,7 +165,7 @@ CASES = [
         "h.yaml",
         4,
         "min_answer_chars",
-        "greater than or equal to 0",
+        "must be >= 0, got -1",
         None,
     ),
     (
@@ -201,7 +201,7 @@ CASES = [
         "h.yaml",
         5,
         "timeout_ms",
-        "greater than 0",
+        "must be > 0, got 0",
         None,
     ),
 ]

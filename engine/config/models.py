@@ -292,11 +292,11 @@ class ScriptHookConfig(HookBase):
         if (self.script is None) == (self.source is None):
             raise ValueError("give either script: (a file) or language: + source: (inline)")
         if self.source is not None and self.language is None:
-            raise ValueError("an inline source: needs language: python or javascript")
+            raise ValueError("source: an inline script needs language: python or javascript")
         if self.script is not None and self.language is not None:
             raise ValueError("language: is taken from the script's suffix; drop it")
         if self.script is not None and not self.script.endswith((".py", ".js")):
-            raise ValueError("script: must be a .py or .js file")
+            raise ValueError(f"script: must name a .py or .js file, got {self.script!r}")
         return self
 
 

@@ -64,6 +64,9 @@ class YamlDoc:
     data: Any
     text: str
     lines: dict[Loc, int] = field(default_factory=dict)
+    scalars: dict[Loc, tuple[int, int, str | None]] = field(default_factory=dict)
+    """Each text value's line (1-based), column (0-based) and style (``|``, ``>``, a quote or
+    None for plain): where an inline script's text starts in the file."""
 
     def line_of(self, loc: Loc) -> int | None:
         """The line of ``loc`` or of its nearest enclosing key."""
@@ -361,6 +364,7 @@ def read_yaml(path: Path, shown: str) -> tuple[YamlDoc | None, list[Problem]]:
     doc = YamlDoc(path, data, text)
     problems: list[Problem] = []
     _walk(node, (), doc.lines, problems, shown)
+    doc.scalars = _scalars(node)
     return doc, problems
 
 
@@ -394,6 +398,17 @@ def _walk(
         for i, item in enumerate(node.value):
             lines[(*loc, i)] = item.start_mark.line + 1
             _walk(item, (*loc, i), lines, problems, shown)
+
+
+def _scalars(root: yaml.Node) -> dict[Loc, tuple[int, int, str | None]]:
+    """Where each top-level text value starts (an inline ``source:`` is one)."""
+    found: dict[Loc, tuple[int, int, str | None]] = {}
+    if isinstance(root, yaml.MappingNode):
+        for key_node, value_node in root.value:
+            if isinstance(value_node, yaml.ScalarNode) and isinstance(key_node.value, str):
+                mark = value_node.start_mark
+                found[(key_node.value,)] = (mark.line + 1, mark.column, value_node.style)
+    return found
 
 
 def _dotted(loc: Loc) -> str:
