@@ -3,9 +3,9 @@
 Loading stops at the first agent that fails (an engine must not run half a config); checking
 must not. So each stage runs on whatever the stage before it could read: every YAML file is
 read and validated (a field error in agent.yaml does not hide its hooks), every hook that
-validated is built (its script compiled in the sandbox), and every script is read by the
-static checks (engine/sandbox/static_checks.py), which find what compiles but fails on every
-call. Problems come back in file order, each once.
+validated is built (its script compiled in the sandbox), every script is read by the static
+checks (engine/sandbox/static_checks.py), which find what compiles but fails on every call,
+and every hook's sibling test file is read. Problems come back in file order, each once.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from engine.explain import OUTPUT_FIELDS, ignore_warning
 from engine.pipeline import Pipeline, Slot
 from engine.runtime import Engine
 from engine.sandbox.static_checks import check_script
+from engine.yamltests import collect, test_file_of
 
 _LANGUAGES = {".py": "python", ".js": "javascript"}
 
@@ -59,6 +60,8 @@ def check_project(root: str | Path) -> CheckReport:
             _check_agent(engine, spec, report)
     hooks = [*project.host_hooks, *(h for a in project.agents.values() for h in a.hooks)]
     report.problems += _static(hooks)
+    for spec in {h.path: h for h in hooks}.values():
+        report.problems += collect(spec)[1]
     report.problems = _ordered(report.problems)
     failing = {p.path for p in report.problems}
     report.agents = [a for a in report.agents if not _touches(project, a.name, failing)]
@@ -132,6 +135,7 @@ def _touches(project: ProjectConfig, agent: str, failing: set[str]) -> bool:
     spec = project.agents[agent]
     files = {show(f) for f in spec.files} | {show(spec.folder / "agent.yaml")}
     files |= {show(f) for f in project.host_files} | {h.shown for h in project.host_hooks}
+    files |= {show(test_file_of(h.path)) for h in (*spec.hooks, *project.host_hooks)}
     return bool(files & failing)
 
 

@@ -60,7 +60,8 @@ def check(args: argparse.Namespace) -> int:
     for warning in report.warnings:
         say(f"warning: {warning}")
     if report.problems:
-        say(f"{len(report.problems)} problems found", file=sys.stderr)
+        count = len(report.problems)
+        say(f"{count} problem{'s' if count > 1 else ''} found", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK
 

@@ -186,9 +186,10 @@ def _field_named(loc: Loc, message: str, model: type[BaseModel]) -> tuple[Loc, s
     """A model-wide error whose message starts with one of its fields (``script: must be a .py
     or .js file``) is about that field: its line, not the file's first."""
     head, sep, rest = message.partition(": ")
-    fields = _fields_at(model, loc)
-    if sep and head in fields:
-        return (*loc, head), rest
+    parts = head.replace("[", ".").replace("]", "").split(".")
+    path = [int(p) if p.isdigit() else p for p in parts]
+    if sep and path[0] in _fields_at(model, loc):
+        return (*loc, *path), rest
     return loc, message
 
 

@@ -302,15 +302,77 @@ def _construct(node: yaml.Node) -> Any:
     return _Constructor().construct_document(node)
 
 
-def _marked(exc: yaml.MarkedYAMLError) -> ConfigReadError:
+def _marked(exc: yaml.MarkedYAMLError, text: str) -> ConfigReadError:
     mark = exc.problem_mark or exc.context_mark
     line = mark.line + 1 if mark else None
     col = mark.column + 1 if mark else None
     reason = exc.problem or exc.context or "invalid YAML"
     if "nesting depth" in reason:  # libyaml's own limit (1000), met while it scans ahead
         return ConfigReadError(f"nested more than {MAX_DEPTH} levels deep", line, col)
-    what = "YAML value not allowed" if isinstance(exc, ConstructorError) else "YAML syntax error"
-    return ConfigReadError(f"{what}: {reason}", line, col)
+    if isinstance(exc, ConstructorError):
+        return ConfigReadError(f"YAML value not allowed: {reason}", line, col)
+    said = _explained(exc, text)
+    if said is not None:
+        message, at = said
+        return ConfigReadError(f"YAML syntax error: {message}", at.line + 1, at.column + 1)
+    return ConfigReadError(f"YAML syntax error: {reason}", line, col)
+
+
+def _explained(exc: yaml.MarkedYAMLError, text: str) -> tuple[str, Any] | None:
+    """The common YAML mistakes in words that say what to change, with the mark to show.
+
+    libyaml names what its scanner met (``mapping values are not allowed in this context``);
+    the author needs what they wrote wrong and how to write it.
+    """
+    mark, context = exc.problem_mark, exc.context_mark
+    if mark is None:
+        return None
+    problem, lines = exc.problem or "", text.splitlines()
+    row = lines[mark.line] if mark.line < len(lines) else ""
+    char = row[mark.column] if mark.column < len(row) else ""
+    if "tab" in problem or char == "\t" or "\t" in row[: len(row) - len(row.lstrip())]:
+        return "a tab in the indentation: YAML indents with spaces only (replace it)", mark
+    if "cannot start any token" in problem and char:
+        return (
+            f'a plain value cannot start with {char!r} (put the value in quotes: "{char}...")',
+            mark,
+        )
+    if "mapping values are not allowed" in problem:
+        if ": " in row[: mark.column]:
+            return (
+                "a second ': ' on one line: a value that holds ': ' must be quoted "
+                '(key: "text: more")',
+                mark,
+            )
+        return (
+            "this line is indented under a key that already has a value (align it with the "
+            "keys above, or end the key above with ':' and put its value on the lines below)",
+            mark,
+        )
+    if "could not find expected ':'" in problem and context is not None:
+        return (
+            "a line that is not 'key: value' (add ': ' after the key, or indent the line as "
+            "part of the value above)",
+            context,
+        )
+    if "end of stream" in problem and "quoted" in (exc.context or "") and context is not None:
+        return (
+            "a quote opened here is never closed (close it on the same line, or write a long "
+            "text as a block: 'key: |' with the text indented below)",
+            context,
+        )
+    if "did not find expected key" in problem or "expected '-' indicator" in problem:
+        return (
+            "the indentation does not match the lines above: keys of one mapping start in "
+            "the same column, and so do the '- ' of one list (indent with spaces, 2 per level)",
+            mark,
+        )
+    if "expected ',' or '}'" in problem or "expected ',' or ']'" in problem:
+        closing = "}" if "}" in problem else "]"
+        return f"a '{closing}' is missing: the bracket opened here is never closed", (
+            context or mark
+        )
+    return None
 
 
 def parse(text: str) -> tuple[yaml.Node | None, Any]:
@@ -323,7 +385,7 @@ def parse(text: str) -> tuple[yaml.Node | None, Any]:
         node = _Composer().compose(text)
         return node, (None if node is None else _construct(node))
     except yaml.MarkedYAMLError as exc:
-        raise _marked(exc) from None
+        raise _marked(exc, text) from None
     except yaml.reader.ReaderError as exc:  # a control character: the reader has no mark
         line = text.count("\n", 0, exc.position) + 1
         char = exc.character if isinstance(exc.character, int) else ord(exc.character)

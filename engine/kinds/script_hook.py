@@ -152,9 +152,7 @@ def _no_result() -> ScriptError:
     return ScriptLimitError("the worker answered no result", cause="crashed")
 
 
-def _located(
-    exc: ScriptError, hook: str, filename: str, offsets: tuple[int, int]
-) -> ScriptError:
+def _located(exc: ScriptError, hook: str, filename: str, offsets: tuple[int, int]) -> ScriptError:
     """The same error, its message led by ``file:line:column`` when the sandbox knows them."""
     where = filename
     lines, columns = offsets

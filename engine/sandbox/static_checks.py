@@ -28,14 +28,72 @@ from engine.errors import did_you_mean
 from engine.points import EVENTS, Point, suggest
 
 JS_GLOBALS = frozenset(
-    """AggregateError Array ArrayBuffer AsyncDisposableStack BigInt BigInt64Array BigUint64Array
-    Boolean DOMException DataView Date DisposableStack Error EvalError Float16Array Float32Array
-    Float64Array Function Infinity Int16Array Int32Array Int8Array InternalError Iterator JSON
-    Map Math NaN Number Object Promise Proxy RangeError ReferenceError Reflect RegExp Set String
-    SuppressedError Symbol SyntaxError TypeError URIError Uint16Array Uint32Array Uint8Array
-    Uint8ClampedArray WeakMap WeakSet atob btoa console decodeURI decodeURIComponent encodeURI
-    encodeURIComponent escape globalThis isFinite isNaN parseFloat parseInt undefined
-    unescape""".split()
+    [
+        "AggregateError",
+        "Array",
+        "ArrayBuffer",
+        "AsyncDisposableStack",
+        "BigInt",
+        "BigInt64Array",
+        "BigUint64Array",
+        "Boolean",
+        "DOMException",
+        "DataView",
+        "Date",
+        "DisposableStack",
+        "Error",
+        "EvalError",
+        "Float16Array",
+        "Float32Array",
+        "Float64Array",
+        "Function",
+        "Infinity",
+        "Int16Array",
+        "Int32Array",
+        "Int8Array",
+        "InternalError",
+        "Iterator",
+        "JSON",
+        "Map",
+        "Math",
+        "NaN",
+        "Number",
+        "Object",
+        "Promise",
+        "Proxy",
+        "RangeError",
+        "ReferenceError",
+        "Reflect",
+        "RegExp",
+        "Set",
+        "String",
+        "SuppressedError",
+        "Symbol",
+        "SyntaxError",
+        "TypeError",
+        "URIError",
+        "Uint16Array",
+        "Uint32Array",
+        "Uint8Array",
+        "Uint8ClampedArray",
+        "WeakMap",
+        "WeakSet",
+        "atob",
+        "btoa",
+        "console",
+        "decodeURI",
+        "decodeURIComponent",
+        "encodeURI",
+        "encodeURIComponent",
+        "escape",
+        "globalThis",
+        "isFinite",
+        "isNaN",
+        "parseFloat",
+        "parseInt",
+        "undefined",
+        "unescape",
+    ]
 )
 """The globals of a JavaScript script's context (tests/sandbox checks them against a real one),
 plus ``arguments``, which every function has."""
@@ -68,8 +126,15 @@ _REFUSED_MEMBERS = {
     ),
 }
 _OBJECT_METHODS = frozenset(
-    "constructor hasOwnProperty isPrototypeOf propertyIsEnumerable toLocaleString toString "
-    "valueOf".split()
+    [
+        "constructor",
+        "hasOwnProperty",
+        "isPrototypeOf",
+        "propertyIsEnumerable",
+        "toLocaleString",
+        "toString",
+        "valueOf",
+    ]
 )
 _DICT_METHODS = frozenset(name for name in dir(dict) if not name.startswith("_"))
 _BINDING_PARENTS = {
@@ -181,11 +246,9 @@ def _js_bindings(root: Any) -> list[Any]:
             name = node.child_by_field_name("name")
             if name is not None:
                 out += _pattern_names(name)
-        if node.type in ("formal_parameters",):
+        if node.type == "formal_parameters":
             out += _pattern_names(node)
-        elif node.type == "arrow_function":
-            out += _pattern_names(node.child_by_field_name("parameter"))
-        elif node.type == "catch_clause":
+        elif node.type in ("arrow_function", "catch_clause"):
             out += _pattern_names(node.child_by_field_name("parameter"))
     return out
 
