@@ -65,19 +65,42 @@ def unknown_field(word: str, choices: list[str] | tuple[str, ...]) -> tuple[str,
 
 
 _KINDS = {
-    "yaml": {"dict": "a mapping", "list": "a list", "str": "text", "NoneType": "null"},
-    "python": {"dict": "a dict", "list": "a list", "str": "a str", "NoneType": "None"},
+    "yaml": {
+        "dict": "a mapping",
+        "list": "a list",
+        "str": "text",
+        "text": "text",
+        "bool": "true or false",
+        "NoneType": "null",
+    },
+    "python": {
+        "dict": "a dict",
+        "list": "a list",
+        "str": "a str",
+        "text": "a str",
+        "bool": "True or False",
+        "NoneType": "None",
+    },
+    "javascript": {
+        "dict": "an object",
+        "list": "an array",
+        "str": "a string",
+        "text": "a string",
+        "bool": "true or false",
+        "NoneType": "null",
+    },
 }
+"""How values are named in each language an author writes: YAML, Python, JavaScript."""
 _MUST = {
     "int_type": "must be a whole number",
     "int_parsing": "must be a whole number",
     "int_from_float": "must be a whole number",
     "float_type": "must be a number",
     "float_parsing": "must be a number",
-    "bool_type": "must be true or false",
-    "bool_parsing": "must be true or false",
-    "string_type": "must be text",
-    "list_type": "must be a list",
+    "bool_type": "must be {bool}",
+    "bool_parsing": "must be {bool}",
+    "string_type": "must be {text}",
+    "list_type": "must be {list}",
     "tuple_type": "must be a list",
     "dict_type": "must be {dict}",
     "model_type": "must be {dict}",
@@ -110,7 +133,8 @@ def phrase(err: dict[str, Any], terms: str = "yaml") -> str:
         return message.removeprefix("Assertion failed, ")
     names = _KINDS.get(terms, _KINDS["yaml"])
     context = {k: v for k, v in (err.get("ctx") or {}).items()}
-    message = template.format(dict=names["dict"], **context)
+    words = {"dict": names["dict"], "list": names["list"], "text": names["text"]}
+    message = template.format(bool=names["bool"], **words, **context)
     if kind != "missing" and "input" in err:
         message += f", got {_value(err['input'], names)}"
     return message
@@ -123,7 +147,7 @@ def _value(value: Any, names: dict[str, str]) -> str:
     if isinstance(value, dict | list):
         return names.get(kind, kind)
     if isinstance(value, bool):
-        return str(value).lower() if names is _KINDS["yaml"] else str(value)
+        return str(value) if names is _KINDS["python"] else str(value).lower()
     if isinstance(value, str):
         shown = value if len(value) <= 40 else value[:37] + "..."
         return f"{names['str']} {shown!r}"

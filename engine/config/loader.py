@@ -357,8 +357,8 @@ def read_agent(
 
     A field error in agent.yaml does not stop its hook files from being read (the lists are
     taken from the raw YAML where they are lists of text), so ``check`` reports the problems
-    of every file in one run. The spec holds only the hooks that loaded; None when agent.yaml
-    itself cannot be read.
+    of every file in one run. The spec holds only the hooks that loaded (and, when agent.yaml
+    has a field error, a config of the hooks it lists); None when agent.yaml cannot be read.
     """
     folder = root / "agents" / name
     path = folder / "agent.yaml"
@@ -383,8 +383,8 @@ def read_agent(
             )
         )
     problems += _duplicates([*specs, *host_hooks])
-    if config is None:
-        return None, problems
+    if config is None:  # its hooks are still built and checked, never run
+        config = AgentConfig.model_construct(hook_files=files, hooks=names)
     # every file listed, loaded or not: a check names the agent's broken files as its own
     files_read = {resolved(path), *(s.path for s in specs), *(resolved(p) for p, _ in paths)}
     files_read |= {s.script_path for s in specs if s.script_path}

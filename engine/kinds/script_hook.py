@@ -100,10 +100,13 @@ class ScriptHook(SpecHook):
         """
         if isinstance(result, ScriptError):
             offsets = (self.line_offset, self.column_offset)
+            if result.cause == "timeout":
+                result = self._timed_out(result)
             raise _located(result, self.name, self.script.filename, offsets) from result
         ctx.logs.extend(result.logs)
         ctx.events.extend(result.emits)
-        change = parse_change(point, result.value, hook=self.name, event=event)
+        terms = str(self.script.language.value)  # errors name values as the script does
+        change = parse_change(point, result.value, hook=self.name, event=event, terms=terms)
         if result.state_writes:
             ctx.store.state_save(
                 self._state_key(ctx),
@@ -116,6 +119,25 @@ class ScriptHook(SpecHook):
             if result.state_ttls:
                 ctx.extras["state_ttls"] = result.state_ttls
         return change
+
+    def _timed_out(self, exc: ScriptError) -> ScriptError:
+        """A timeout in the author's terms: the hook, the limit, and the key that sets it."""
+        limit = self.limits.timeout_ms
+        set_here = self.spec.line("timeout_ms") is not None
+        where = f"{self.spec.shown}" if set_here else "engine.yaml scripts.timeout_ms"
+        message = (
+            f"hook {self.name!r} ran past its time limit of {limit} ms ({exc.message}); "
+            f"timeout_ms is set in {where}: make the script do less per call, or raise "
+            "timeout_ms in the hook's YAML"
+        )
+        return type(exc)(
+            message,
+            hook=exc.hook,
+            language=exc.language,
+            line=exc.line,
+            column=exc.column,
+            cause=exc.cause,
+        )
 
     def send_batch(
         self, point: str, event: dict[str, Any], calls: list[BatchCall]
