@@ -119,6 +119,37 @@ _MUST = {
 }
 
 
+_FIX = {
+    "int_type": "write a whole number without quotes, e.g. 50",
+    "int_parsing": "write a whole number without quotes, e.g. 50",
+    "int_from_float": "write a whole number, e.g. 50",
+    "float_type": "write a number without quotes, e.g. 0.5",
+    "float_parsing": "write a number without quotes, e.g. 0.5",
+    "bool_type": "write true or false",
+    "bool_parsing": "write true or false",
+    "string_type": "put the text in quotes",
+    "list_type": "write a list: [a, b], or one '- item' per line below the key",
+    "dict_type": "write 'key: value' lines indented below the key",
+    "model_type": "write 'key: value' lines indented below the key",
+    "missing": "add it",
+    "greater_than": "use a value above {gt}",
+    "greater_than_equal": "use {ge} or more",
+    "less_than": "use a value below {lt}",
+    "less_than_equal": "use {le} or less",
+    "literal_error": "write one of them",
+    "enum": "write one of them",
+    "string_too_short": "write a value, or leave the key out",
+}
+
+
+def fix_for(err: dict[str, Any]) -> str | None:
+    """How to fix a pydantic error, for a YAML author (None where the message says it)."""
+    template = _FIX.get(str(err.get("type", "")))
+    if template is None:
+        return None
+    return template.format(**(err.get("ctx") or {}))
+
+
 def phrase(err: dict[str, Any], terms: str = "yaml") -> str:
     """A pydantic error (``ValidationError.errors()`` item) in the project's own words.
 

@@ -80,7 +80,7 @@ def test_check_reports_every_agent_and_every_stage_in_one_run(tmp_path: Path) ->
         ("a", "source"),
         ("b", "require"),
         ("c", "source"),
-        ("d", None),
+        ("d", "name"),
     ]
     assert [a.name for a in report.agents] == ["ok"]
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from engine.config.models import KINDS, AgentConfig, EngineSettings, HookBase, ScriptHookConfig
 from engine.config.scriptfile import ScriptRef, read_script
 from engine.config.yamlfile import Loc, YamlDoc, dotted, os_reason, read_yaml
-from engine.errors import ConfigError, Problem, phrase, unknown_field
+from engine.errors import ConfigError, Problem, fix_for, phrase, unknown_field
 from engine.points import suggest
 
 Layer = Literal["agent", "host"]
@@ -175,7 +175,7 @@ def model_problems(
             where: Loc = loc
             field_name = dotted(loc) or None
         else:
-            message = phrase(err)
+            message, hint = phrase(err), fix_for(err)
             where, message = _field_named(loc, message, model)
             field_name = dotted(where) or None
         problems.append(Problem(shown, doc.line_of(where), field_name, message, hint))
@@ -303,6 +303,8 @@ def _load_hooks(
                     line,
                     "hook_files" if line else None,
                     f"hook file not found: {show(path)}",
+                    "paths in hook_files are relative to the agent's folder; "
+                    "hooks: [name] reads hooks/<name>.yaml",
                 )
             )
             continue
@@ -324,6 +326,7 @@ def _duplicates(specs: list[HookSpec]) -> list[Problem]:
                     spec.line("name"),
                     "name",
                     f"duplicate hook name {spec.name!r} (also in {first[spec.name].shown})",
+                    "give each hook of an agent (and of the host layer) its own name",
                 )
             )
         first.setdefault(spec.name, spec)
@@ -377,7 +380,7 @@ def read_agent(
             Problem(
                 shown,
                 1,
-                None,
+                "hook_files",
                 "the agent lists no hooks",
                 "add hook_files: [hooks/<file>.yaml] or hooks: [<name>]",
             )

@@ -302,7 +302,10 @@ class ScriptHookConfig(HookBase):
     @model_validator(mode="after")
     def _one_source(self) -> ScriptHookConfig:
         if (self.script is None) == (self.source is None):
-            raise ValueError("give either script: (a file) or language: + source: (inline)")
+            raise ValueError(
+                "script: give either script: (a file) or language: + source: (inline), "
+                "not both and not neither"
+            )
         if self.source is not None and self.language is None:
             raise ValueError("source: an inline script needs language: python or javascript")
         if self.script is not None and self.language is not None:

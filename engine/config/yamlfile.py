@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -409,9 +410,13 @@ def read_yaml(path: Path, shown: str) -> tuple[YamlDoc | None, list[Problem]]:
     """Parse ``path``; return the document, or None and the problems (``shown`` names it)."""
     try:
         text = read_text(path)
-        node, data = parse(text)
     except ConfigReadError as exc:
         return None, [Problem(shown, exc.line, None, exc.message, column=exc.column)]
+    try:
+        node, data = parse(text)
+    except ConfigReadError as exc:
+        key = _key_on(text, exc.line) if exc.message.startswith("YAML syntax error") else None
+        return None, [Problem(shown, exc.line, key, exc.message, column=exc.column)]
     if node is None:
         return None, [Problem(shown, 1, None, "the file is empty (expected a mapping of fields)")]
     if not isinstance(node, yaml.MappingNode):
@@ -428,6 +433,19 @@ def read_yaml(path: Path, shown: str) -> tuple[YamlDoc | None, list[Problem]]:
     _walk(node, (), doc.lines, problems, shown)
     doc.scalars = _scalars(node)
     return doc, problems
+
+
+_KEY = re.compile(r"^[\s-]*([A-Za-z_][\w-]*)\s*:")
+
+
+def _key_on(text: str, line: int | None) -> str | None:
+    """The key written on ``line`` (1-based), if the line starts with one: the field a YAML
+    syntax error is about, in the author's words."""
+    lines = text.splitlines()
+    if line is None or not 0 < line <= len(lines):
+        return None
+    found = _KEY.match(lines[line - 1])
+    return found.group(1) if found else None
 
 
 def _node_kind(node: yaml.Node) -> str:
