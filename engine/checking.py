@@ -53,13 +53,15 @@ def check_project(root: str | Path) -> CheckReport:
     report = CheckReport(problems=list(problems))
     if project is None:
         return report
+    hooks = [*project.host_hooks, *(h for a in project.agents.values() for h in a.hooks)]
+    # first: where a compile error is at the same place, the static finding says more (a
+    # ReferenceError at load becomes "require is not defined in the sandbox" with its hint)
+    report.problems = _static(hooks) + report.problems
     bare = ProjectConfig(project.root, project.base_dir, project.settings, (), {})
     with Engine(bare, records=False, db=":memory:") as engine:
         engine.host_slots = _build(engine, project.host_hooks, "host", report)
         for spec in project.agents.values():
             _check_agent(engine, spec, report)
-    hooks = [*project.host_hooks, *(h for a in project.agents.values() for h in a.hooks)]
-    report.problems += _static(hooks)
     for spec in {h.path: h for h in hooks}.values():
         report.problems += collect(spec)[1]
     report.problems = _ordered(report.problems)
@@ -117,8 +119,8 @@ def _static(hooks: list[HookSpec]) -> list[Problem]:
 
 
 def _ordered(problems: list[Problem]) -> list[Problem]:
-    """Each problem once, by file and line (a script error a compile and a static check both
-    saw at the same place is reported once: the compile's, which comes first)."""
+    """Each problem once, by file and line (a script error a static check and the compile
+    both saw at the same place is reported once: the first, the static finding)."""
     seen: set[tuple[str, int | None]] = set()
     out = []
     for problem in problems:

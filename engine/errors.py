@@ -21,6 +21,7 @@ where they happen, with the original kept as ``__cause__``.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -144,10 +145,14 @@ _FIX = {
 
 def fix_for(err: dict[str, Any]) -> str | None:
     """How to fix a pydantic error, for a YAML author (None where the message says it)."""
-    template = _FIX.get(str(err.get("type", "")))
-    if template is None:
-        return None
-    return template.format(**(err.get("ctx") or {}))
+    kind, context = str(err.get("type", "")), err.get("ctx") or {}
+    if kind in ("literal_error", "enum") and isinstance(err.get("input"), str):
+        choices = re.findall(r"'([^']*)'", str(context.get("expected", "")))
+        close = did_you_mean(err["input"], choices)
+        if close is not None:
+            return f"did you mean {close!r}?"
+    template = _FIX.get(kind)
+    return None if template is None else template.format(**context)
 
 
 def phrase(err: dict[str, Any], terms: str = "yaml") -> str:

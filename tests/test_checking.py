@@ -132,7 +132,7 @@ def test_a_host_hook_with_a_problem_does_not_hide_the_agents_problems(tmp_path: 
         },
     )
     found = problems(root)
-    assert sorted(str(p.field) for p in found) == ["fetch", "source"]
+    assert sorted(str(p.field) for p in found) == ["fetch", "on_after_trun"]
     assert "did you mean 'on_after_turn'?" in str(found)
 
 
@@ -291,7 +291,7 @@ def test_a_bad_script_suffix_is_reported_at_the_script_key(tmp_path: Path) -> No
     _, found = load_hook_file(path)
     (problem,) = found
     assert (problem.line, problem.field) == (4, "script")
-    assert problem.message == "must name a .py or .js file, got 'g.txt'"
+    assert problem.message.startswith("must name a .py or .js file, got 'g.txt' (rename")
 
 
 # -- YAML and field errors in our words ------------------------------------------------------

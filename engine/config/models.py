@@ -307,11 +307,17 @@ class ScriptHookConfig(HookBase):
                 "not both and not neither"
             )
         if self.source is not None and self.language is None:
-            raise ValueError("source: an inline script needs language: python or javascript")
+            raise ValueError(
+                "source: an inline script needs a language (add language: python or "
+                "language: javascript)"
+            )
         if self.script is not None and self.language is not None:
-            raise ValueError("language: is taken from the script's suffix; drop it")
+            raise ValueError("language: is taken from the script's suffix (drop language:)")
         if self.script is not None and not self.script.endswith((".py", ".js")):
-            raise ValueError(f"script: must name a .py or .js file, got {self.script!r}")
+            raise ValueError(
+                f"script: must name a .py or .js file, got {self.script!r} (rename the file: "
+                "its suffix picks the language)"
+            )
         return self
 
 

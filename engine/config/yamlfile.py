@@ -370,9 +370,12 @@ def _explained(exc: yaml.MarkedYAMLError, text: str) -> tuple[str, Any] | None:
         )
     if "expected ',' or '}'" in problem or "expected ',' or ']'" in problem:
         closing = "}" if "}" in problem else "]"
-        return f"a '{closing}' is missing: the bracket opened here is never closed", (
-            context or mark
+        opening = "{" if closing == "}" else "["
+        message = (
+            f"a '{closing}' is missing: the '{opening}' opened here is never closed (close it "
+            f"after the last item, or write the items one per line below the key)"
         )
+        return message, context or mark
     return None
 
 
@@ -439,13 +442,21 @@ _KEY = re.compile(r"^[\s-]*([A-Za-z_][\w-]*)\s*:")
 
 
 def _key_on(text: str, line: int | None) -> str | None:
-    """The key written on ``line`` (1-based), if the line starts with one: the field a YAML
-    syntax error is about, in the author's words."""
+    """The key a YAML syntax error at ``line`` (1-based) is about, in the author's words: the
+    key written on that line, else the key of the nearest less indented line above it."""
     lines = text.splitlines()
     if line is None or not 0 < line <= len(lines):
         return None
-    found = _KEY.match(lines[line - 1])
-    return found.group(1) if found else None
+    indent = _indent(lines[line - 1])
+    for row in reversed(lines[:line]):
+        found = _KEY.match(row)
+        if found and (row is lines[line - 1] or _indent(row) < indent):
+            return found.group(1)
+    return None
+
+
+def _indent(row: str) -> int:
+    return len(row) - len(row.lstrip())
 
 
 def _node_kind(node: yaml.Node) -> str:
