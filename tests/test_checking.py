@@ -404,3 +404,65 @@ def test_a_timeout_names_the_hook_the_limit_and_timeout_ms(tmp_path: Path, langu
     reason = error_of(root)
     assert "hook 'spin' ran past its time limit of 30 ms" in reason
     assert "timeout_ms" in reason and "spin.yaml" in reason
+
+
+# -- the docs' examples ----------------------------------------------------------------------
+
+DOCS = Path(__file__).parent.parent / "docs"
+
+CLI_EXAMPLE = {
+    **agent("a", {"guard": inline("guard", "javascript", GOOD_JS)}),
+    "agents/a/agent.yaml": "hooks: [guard]\nbogus: 1\n",
+    **agent(
+        "b",
+        {
+            "guard": inline(
+                "guard",
+                "javascript",
+                "function on_tool_call(event, host) {\n  var cmd = event.args.cmd;\n  return {block: cmd === 'rm'};\n}\n",
+            )
+        },
+    ),
+    **agent(
+        "c",
+        {
+            "spin": inline(
+                "spin",
+                "python",
+                "def on_tool_call(e, h):\n    return None\n",
+                extra="timeout_ms: fast\n",
+            )
+        },
+    ),
+    **agent("d", {"y": "kind: inject\nname: y\nmessages:\n\t- {role: system, content: hi}\n"}),
+    **agent("e", {"guard": inline("guard", "javascript", GOOD_JS)}),
+}
+
+
+def test_the_check_example_in_cli_md_is_what_check_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path / "config", CLI_EXAMPLE)
+    monkeypatch.chdir(tmp_path)
+    assert hookengine.main(["check", "config"]) == 2
+    out, err = capsys.readouterr()
+    text = (DOCS / "cli.md").read_text()
+    assert f"  ```\n{textwrap.indent(err + out, '  ')}  ```\n" in text
+
+
+def test_the_console_example_in_scripting_md_logs_what_it_says(tmp_path: Path) -> None:
+    text = (DOCS / "scripting.md").read_text()
+    hook = text.split("```yaml\nkind: script_hook\nname: console_demo\n", 1)[1].split("```", 1)[0]
+    root = write(
+        tmp_path / "config",
+        agent("a", {"console_demo": "kind: script_hook\nname: console_demo\n" + hook}),
+    )
+    with Engine.load(root, db=":memory:") as engine:
+        outcome = engine.agent("a").tool_call("delete_file", {"path": "/tmp/x"})
+        engine.flush()
+        (record,) = engine.records(limit=1)
+    assert outcome.blocked
+    logs = record.hooks[0].logs
+    assert logs == ['tool delete_file {"path":"/tmp/x"}', "warn: refusing /tmp/x"]
+    for line in logs:
+        assert f"`{line}`" in text

@@ -55,15 +55,14 @@ def check(args: argparse.Namespace) -> int:
     report = check_project(args.config)
     for problem in report.problems:
         say(f"hookengine: error: {problem}", file=sys.stderr)
+    count = len(report.problems)
+    if count:
+        say(f"{count} problem{'s' if count > 1 else ''} found", file=sys.stderr)
     for agent in report.agents:
         say(f"ok  {agent.name}: {len(agent.hooks)} hooks ({', '.join(agent.hooks)})")
     for warning in report.warnings:
         say(f"warning: {warning}")
-    if report.problems:
-        count = len(report.problems)
-        say(f"{count} problem{'s' if count > 1 else ''} found", file=sys.stderr)
-        return EXIT_USAGE
-    return EXIT_OK
+    return EXIT_USAGE if count else EXIT_OK
 
 
 def demo(args: argparse.Namespace) -> int:
