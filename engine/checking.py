@@ -62,8 +62,8 @@ def check_project(root: str | Path) -> CheckReport:
         engine.host_slots = _build(engine, project.host_hooks, "host", report)
         for spec in project.agents.values():
             _check_agent(engine, spec, report)
-    for spec in {h.path: h for h in hooks}.values():
-        report.problems += collect(spec)[1]
+    for hook in {h.path: h for h in hooks}.values():
+        report.problems += collect(hook)[1]
     report.problems = _ordered(report.problems)
     failing = {p.path for p in report.problems}
     report.agents = [a for a in report.agents if not _touches(project, a.name, failing)]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,7 +144,7 @@ _FIX = {
 }
 
 
-def fix_for(err: dict[str, Any]) -> str | None:
+def fix_for(err: Mapping[str, Any]) -> str | None:
     """How to fix a pydantic error, for a YAML author (None where the message says it)."""
     kind, context = str(err.get("type", "")), err.get("ctx") or {}
     if kind in ("literal_error", "enum") and isinstance(err.get("input"), str):
@@ -155,7 +156,7 @@ def fix_for(err: dict[str, Any]) -> str | None:
     return None if template is None else template.format(**context)
 
 
-def phrase(err: dict[str, Any], terms: str = "yaml") -> str:
+def phrase(err: Mapping[str, Any], terms: str = "yaml") -> str:
     """A pydantic error (``ValidationError.errors()`` item) in the project's own words.
 
     ``terms`` names values as their authors write them: ``yaml`` (a mapping, text, null) for

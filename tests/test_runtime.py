@@ -56,7 +56,7 @@ def test_bad_event_fields_are_raised_as_event_errors(
     with pytest.raises(EventError) as info:
         agent.feedback("t1", "meh")  # a mistake of the host's call: raised, no hook runs
     assert info.value.errors[0]["loc"] == ["rating"]
-    with pytest.raises(EventError, match="name: must be text, got 5"):
+    with pytest.raises(EventError, match="name: must be a str, got 5"):
         agent.evaluate("tool_call", {"name": 5})
     refused = agent.tool_call("shell", {"data": b"x"})  # the event's data: refused, not raised
     assert refused.blocked and "event.input.data" in (refused.input_error or "")

@@ -401,8 +401,8 @@ def _listed(config: AgentConfig | None, data: Any) -> tuple[list[str], list[str]
     lists = []
     for key in ("hook_files", "hooks"):
         value = data.get(key) if isinstance(data, dict) else None
-        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
-        lists.append(list(value) if ok else [])
+        texts = value if isinstance(value, list) else []
+        lists.append([v for v in texts if isinstance(v, str)])
     return lists[0], lists[1]
 
 
