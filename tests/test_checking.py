@@ -176,6 +176,28 @@ def test_names_the_script_declares_or_guards_with_typeof_are_not_findings() -> N
     assert check_script(textwrap.dedent(source), "javascript") == []
 
 
+def test_every_way_javascript_declares_a_name_counts_as_declared() -> None:
+    source = """
+        function on_tool_call(event, host) {
+          for (const x of event.input.list || []) { host.log(x); }
+          for (let k in event.input) { host.log(k); }
+          for (var i = 0, n = 2; i < n; i++) {}
+          const f = function named() { return named; };
+          class A { m() { return this; } static s = 1; #p = 2; get g() { return this.#p; } }
+          outer: for (;;) { break outer; }
+          const [a, , b = 1, ...c] = [1, 2];
+          const {d, e: {f2}, ...g} = {e: {}};
+          let h; h = 1;
+          const fn = async () => { await 1; };
+          function* gen() { yield 1; }
+          try {} catch ({message}) { host.log(message); }
+          const o = {a, b, [c]: 1, m() { return super.toString; }};
+          return {block: new A() instanceof A && `${d}${f2}${g}${o}${fn}${gen}${f}` === ""};
+        }
+    """
+    assert check_script(textwrap.dedent(source), "javascript") == []
+
+
 def test_math_random_is_an_error() -> None:
     (finding,) = check_script(
         "function on_tool_call(e, h) { return {x: Math.random()}; }", "javascript"

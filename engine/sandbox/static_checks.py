@@ -141,6 +141,7 @@ _BINDING_PARENTS = {
     "function_declaration",
     "generator_function_declaration",
     "function_expression",
+    "function",
     "generator_function",
     "class_declaration",
     "class",
@@ -250,6 +251,8 @@ def _js_bindings(root: Any) -> list[Any]:
             out += _pattern_names(node)
         elif node.type in ("arrow_function", "catch_clause"):
             out += _pattern_names(node.child_by_field_name("parameter"))
+        elif node.type == "for_in_statement":  # for (const x of ...), for (k in ...)
+            out += _pattern_names(node.child_by_field_name("left"))
     return out
 
 
