@@ -194,7 +194,13 @@ def _unknown_handler(name: str, line: int, column: int) -> Finding:
 def _unknown_field(param: str, name: str, point: Point, line: int, column: int) -> Finding:
     fields = event_fields(point)
     close = did_you_mean(name, fields)
-    hint = f"did you mean {param}.{close}?" if close else f"its fields: {', '.join(fields)}"
+    elsewhere = [p.value for p in Point if name in event_fields(p)]
+    if close:
+        hint = f"did you mean {param}.{close}?"
+    elif elsewhere:
+        hint = f"{name} is a field of {', '.join(elsewhere)}; {point.value} has {', '.join(fields)}"
+    else:
+        hint = f"its fields: {', '.join(fields)}"
     message = f"{point.value} events have no field {name!r}"
     return Finding(line, column, f"{param}.{name}", message, hint)
 
