@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.boundary import normalize_host_value
-from engine.errors import EventError, InputError, PluginError
+from engine.errors import EventError, InputError, PluginError, phrase, unknown_field
 
 
 class Point(StrEnum):
@@ -206,7 +206,7 @@ def make_event(point: Point, **fields: Any) -> dict[str, Any]:
     try:
         model = EVENTS[point].model_validate(raw)
     except ValidationError as exc:
-        wrong = [{"loc": list(err["loc"]), "msg": err["msg"]} for err in exc.errors()]
+        wrong = [_event_error(err, EVENTS[point]) for err in exc.errors()]
         raise EventError(wrong + refused) from None
     if refused:
         raise EventError(refused)
@@ -218,6 +218,16 @@ def make_event(point: Point, **fields: Any) -> dict[str, Any]:
     event["point"] = point.value
     event["scope"] = dict(model.scope.__dict__)
     return event
+
+
+def _event_error(err: Any, model: type[BaseModel]) -> dict[str, Any]:
+    """A pydantic error as the host's mistake, in Python terms (a dict, a str)."""
+    loc = list(err["loc"])
+    if err["type"] == "extra_forbidden" and len(loc) == 1:
+        names = [n for n in model.model_fields if n not in ("agent", "point")]
+        message, hint = unknown_field(str(loc[0]), names)
+        return {"loc": loc, "msg": f"{message} ({hint})"}
+    return {"loc": loc, "msg": phrase(err, "python")}
 
 
 def _check_fields(fields: dict[str, Any]) -> None:

@@ -361,11 +361,8 @@ def _time_errors(time: str) -> list[dict[str, Any]]:
 def _script_problem(spec: HookSpec, problem: Problem) -> Problem:
     """A script's compile problem, named by the script file (or the YAML for inline source)."""
     if spec.script_path is None:
-        line = spec.line("source")
-        offset = (line or 0) + (problem.line or 0)
-        return Problem(
-            spec.shown, offset or None, "source", problem.message, problem.hint, problem.column
-        )
+        path, line, column = spec.script_position(problem.line, problem.column)
+        return Problem(path, line, "source", problem.message, problem.hint, column)
     return replace(problem, message=without_tokens(problem.message))
 
 

@@ -56,7 +56,7 @@ def test_bad_event_fields_are_raised_as_event_errors(
     with pytest.raises(EventError) as info:
         agent.feedback("t1", "meh")  # a mistake of the host's call: raised, no hook runs
     assert info.value.errors[0]["loc"] == ["rating"]
-    with pytest.raises(EventError, match="name: Input should be a valid string"):
+    with pytest.raises(EventError, match="name: must be a str, got 5"):
         agent.evaluate("tool_call", {"name": 5})
     with pytest.raises(EventError) as info:  # not JSON data: the host's mistake, raised too
         agent.tool_call("shell", {"data": b"x"})

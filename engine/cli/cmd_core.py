@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
-from engine.cli.common import EXIT_OK, print_json, say
+from engine.checking import check_project
+from engine.cli.common import EXIT_OK, EXIT_USAGE, print_json, say
 from engine.cli.render import short
 from engine.config import load_engine_settings
 from engine.errors import ConfigError
-from engine.explain import OUTPUT_FIELDS, host_warnings, ignore_warning
 from engine.hosts import HOSTS
-from engine.points import Point
 from engine.replay import shadow_text
 from engine.runtime import Engine
 from engine.store import RecordQuery, open_store
@@ -54,34 +54,23 @@ def register(sub: Any) -> None:
 
 
 def check(args: argparse.Namespace) -> int:
-    """Load every agent (scripts compiled) and report every problem; exit 2 if any.
+    """Check every agent through every stage (YAML, fields, script compile, static checks) and
+    report every problem; exit 2 if any.
 
     Warnings (a redactor with ``on_error: ignore``) are printed but do not change the exit
     code: the configuration is valid, only risky."""
-    warned: set[str] = set()
     host = HOSTS[args.host] if getattr(args, "host", None) else None
-    with Engine.load(args.config, records=False, db=":memory:") as engine:
-        for name in engine.agents:
-            pipeline = engine.agent(name).pipeline
-            hooks = pipeline.slots
-            say(f"ok  {name}: {len(hooks)} hooks ({', '.join(s.hook.name for s in hooks)})")
-            warnings = [
-                ignore_warning(slot.hook, point)
-                for point in OUTPUT_FIELDS
-                for slot in pipeline.by_point[point]
-            ]
-            if host is not None:
-                warnings += [
-                    f"{name}: host {host.name}: {text}"
-                    for point in Point
-                    for slot in pipeline.by_point[point]
-                    for text in host_warnings(slot.hook, point, host)
-                ]
-            for warning in warnings:
-                if warning is not None and warning not in warned:  # host hooks: once
-                    warned.add(warning)
-                    say(f"warning: {warning}")
-    return EXIT_OK
+    report = check_project(args.config, host=host)
+    for problem in report.problems:
+        say(f"hookengine: error: {problem}", file=sys.stderr)
+    count = len(report.problems)
+    if count:
+        say(f"{count} problem{'s' if count > 1 else ''} found", file=sys.stderr)
+    for agent in report.agents:
+        say(f"ok  {agent.name}: {len(agent.hooks)} hooks ({', '.join(agent.hooks)})")
+    for warning in report.warnings:
+        say(f"warning: {warning}")
+    return EXIT_USAGE if count else EXIT_OK
 
 
 def demo(args: argparse.Namespace) -> int:
