@@ -140,7 +140,7 @@ def _tool_call(agent: Agent, payload: Mapping[str, Any], dialect: str) -> dict[s
     out = _evaluate(agent, "tool_call", fields, payload, dialect)
     if out.blocked:
         return _with_message(_deny(_reason(out)), out)
-    if out.input is None or out.input == fields["input"]:
+    if not _changed(out, "input") or out.input == fields["input"]:
         return _with_message({}, out)
     if dialect == "codex":  # Codex applies updatedInput only with "allow", which skips approval
         return _with_message(_deny(_CODEX_REWRITE), out)
@@ -154,7 +154,7 @@ def _tool_result(agent: Agent, payload: Mapping[str, Any], dialect: str) -> dict
         raise PayloadError([{"loc": ["tool_response"], "msg": "is missing"}])
     response = fields["result"] = payload["tool_response"]
     out = _evaluate(agent, "tool_result", fields, payload, dialect)
-    if not out.blocked and out.result == response:
+    if not out.blocked and (not _changed(out, "result") or out.result == response):
         return _with_message({}, out)
     shaped = in_shape(response, out.result)
     if dialect == "claude":
@@ -261,6 +261,12 @@ def _deny(reason: str) -> dict[str, Any]:
             "permissionDecisionReason": reason,
         }
     }
+
+
+def _changed(out: Outcome, field: str) -> bool:
+    """Whether an enforced hook changed ``field`` (the engine's normalising of the event, a
+    NaN made null, say, is no change to hand back)."""
+    return any(h.mode == "enforce" and h.change and field in h.change for h in out.hooks)
 
 
 def _reason(out: Outcome) -> str:
