@@ -160,12 +160,14 @@ def _tool_result(agent: Agent, payload: Mapping[str, Any], dialect: str) -> dict
     if dialect == "claude":
         output = {"hookEventName": "PostToolUse", "updatedToolOutput": shaped}
         return _with_message({"hookSpecificOutput": output}, out)
+    # the engine lists a result change as unsupported by Codex: said here, in Codex's terms
     if fields["name"].startswith("mcp__"):
         output = {"hookEventName": "PostToolUse", "updatedMCPToolOutput": shaped}
-        return _with_message({"hookSpecificOutput": output}, out)
+        return _with_message({"hookSpecificOutput": output}, out, said="result")
     why = _reason(out) if out.blocked else "a policy hook changed this tool's output"
     text = PREFIX + why + _CODEX_OUTPUT
-    return _with_message({"decision": "block", "reason": text, "systemMessage": text}, out)
+    answer = {"decision": "block", "reason": text, "systemMessage": text}
+    return _with_message(answer, out, said="result")
 
 
 def _stop(agent: Agent, payload: Mapping[str, Any], dialect: str) -> dict[str, Any]:
@@ -283,11 +285,11 @@ def _context(messages: list[dict[str, Any]]) -> str:
     return "\n\n".join(parts)
 
 
-def _with_message(answer: dict[str, Any], out: Outcome) -> dict[str, Any]:
+def _with_message(answer: dict[str, Any], out: Outcome, *, said: str = "") -> dict[str, Any]:
     """Add the outcome's notices and the changes the host could not apply as
-    ``systemMessage`` (shown to the user)."""
+    ``systemMessage`` (shown to the user); ``said``: a field the answer already speaks of."""
     lines = list(out.notices)
-    lines += [PREFIX + u["message"] for u in out.unsupported]
+    lines += [PREFIX + u["message"] for u in out.unsupported if u["field"] != said]
     if out.input_error and not out.blocked:
         lines.append(PREFIX + out.input_error)
     if lines:
