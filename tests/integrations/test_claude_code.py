@@ -186,9 +186,18 @@ def test_an_event_the_engine_refuses_is_a_deny_naming_the_field(engine: Engine) 
     assert reason.startswith("hookengine: the hook input is not valid: turn_id: ")
 
 
-def test_a_value_the_engine_normalises_is_no_rewrite(engine: Engine) -> None:
+def test_a_value_that_is_not_json_is_a_deny_naming_its_path(engine: Engine) -> None:
     payload = bash("echo")
     payload["tool_input"] = {"command": "echo", "n": float("nan")}  # json.loads reads NaN
+    output = handle(engine, "guard", payload)["hookSpecificOutput"]
+    assert output["permissionDecision"] == "deny"
+    assert output["permissionDecisionReason"].startswith("hookengine: the hook input is not valid")
+    assert "input.n" in output["permissionDecisionReason"]
+
+
+def test_a_value_the_engine_normalises_is_no_rewrite(engine: Engine) -> None:
+    payload = bash("echo")
+    payload["tool_input"] = {"command": "echo", "n": 2**60}  # becomes text: past 2**53
     assert handle(engine, "guard", payload) == {}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -376,3 +377,35 @@ def test_the_forwarder_process_loads_no_engine_runtime(sidecar: str) -> None:
     )
     assert json.loads(done.stdout) == DENY
     assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+# -- docs/claude-code.md ------------------------------------------------------------------------
+
+DOC = REPO / "docs" / "claude-code.md"
+
+
+def test_the_setup_example_in_the_docs_prints_what_the_docs_say(tmp_path: Path) -> None:
+    text = DOC.read_text("utf-8")
+    shell = next(b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S) if "mkdir" in b)
+    shown = json.loads(re.findall(r"```json\n(.*?)```", text, flags=re.S)[0])
+    hookengine = f"{shlex.quote(sys.executable)} -m engine.cli.hookengine "
+    done = subprocess.run(
+        ["bash", "-c", shell.replace("hookengine ", hookengine)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env(),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == shown
+
+
+def test_the_docs_link_only_to_what_exists() -> None:
+    for target, anchor in re.findall(r"\]\(([a-z_-]*\.md)?(?:#([^)]*))?\)", DOC.read_text()):
+        path = DOC.parent / (target or DOC.name)
+        assert path.is_file(), target
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", path.read_text(), flags=re.M)
+            slugs = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+            assert anchor in slugs, anchor
