@@ -174,7 +174,7 @@ def _stop(agent: Agent, payload: Mapping[str, Any], dialect: str) -> dict[str, A
     session = _optional(payload, "session_id", str)
     answer = _optional(payload, "last_assistant_message", str) or ""
     question = (agent.last_prompt(session) if session else None) or ""
-    fields = {"question": question, "answer": answer, "tool_calls": []}
+    fields: dict[str, Any] = {"question": question, "answer": answer, "tool_calls": []}
     return _with_message({}, _evaluate(agent, "after_turn", fields, payload, dialect))
 
 
@@ -230,7 +230,7 @@ def _tool_fields(payload: Mapping[str, Any]) -> dict[str, Any]:
     call_id = payload.get("tool_use_id")
     if call_id is not None and not isinstance(call_id, str):
         errors.append({"loc": ["tool_use_id"], "msg": _wanted("text", call_id, True)})
-    if errors:
+    if errors or not isinstance(data, Mapping):
         raise PayloadError(errors)
     return {"name": name, "input": dict(data), "call_id": call_id}
 
