@@ -77,7 +77,7 @@ def handle(engine: Engine, agent: str, payload: Any, *, dialect: str = "claude")
         return _ANSWER[event](engine.agent(agent), payload, dialect)
     except Exception as exc:  # noqa: BLE001 - the edge: a failure is the fail-closed answer
         _log_failure(agent, event, exc)
-        return failure_output(event, describe(exc), dialect=dialect)
+        return failure_output(event, describe(exc))
 
 
 def event_name(payload: Any) -> str | None:
@@ -86,13 +86,13 @@ def event_name(payload: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def failure_output(event: str | None, message: str, *, dialect: str = "claude") -> dict[str, Any]:
+def failure_output(event: str | None, message: str) -> dict[str, Any]:
     """The answer when no decision could be made (fail closed where the event guards).
 
     PreToolUse (or an event that cannot be read: it may be a tool call) is a deny;
     UserPromptSubmit and PostToolUse are ``decision: block`` (the prompt is refused; the model
     is told the tool's output was not checked); Stop and SessionEnd only warn the user.
-    Valid under both dialects.
+    The same answer is valid in both dialects (Claude Code's and Codex's output schemas).
     """
     text = message if message.startswith(PREFIX) else PREFIX + message
     if event in ("UserPromptSubmit", "PostToolUse"):
