@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -364,7 +367,7 @@ def test_the_forwarder_posts_the_event_with_the_token_and_prints_the_answer(side
         ),
         (500, b"oops", "HTTP 500"),
         (200, b"[1]", "not an object"),
-        (200, b"not json", "did not answer"),
+        (200, b"not json", "not JSON"),
     ],
 )
 def test_a_forwarder_that_gets_no_decision_denies_the_tool(
@@ -446,3 +449,89 @@ def test_the_docs_link_only_to_what_exists() -> None:
             headings = re.findall(r"^#+ (.+)$", path.read_text(), flags=re.M)
             slugs = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
             assert anchor in slugs, anchor
+
+
+class RawSidecar:
+    """A loopback server that answers each connection with the given raw bytes."""
+
+    def __init__(self, answer: bytes, *, delay: float = 0.0) -> None:
+        self.answer, self.delay = answer, delay
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1/claude-code/guard"
+
+    def __enter__(self) -> str:
+        return self.url
+
+    def __exit__(self, *exc: object) -> None:
+        self.thread.join(5)
+        self.sock.close()
+
+    def serve(self) -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = self.sock.accept()
+            with conn:
+                conn.recv(65536)
+                time.sleep(self.delay)
+                conn.sendall(self.answer)
+
+
+CHUNKED = (
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n"
+    b'5\r\n{"sys\r\n12\r\ntemMessage": "hi"}\r\n0\r\n\r\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (CHUNKED, {"systemMessage": "hi"}),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}trailing", {}),
+        (b"SSH-2.0-OpenSSH_9.6\r\n", "not HTTP"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "not valid HTTP"),
+        (b"", "not HTTP"),
+    ],
+)
+def test_the_forwarder_reads_http_answers_and_refuses_what_is_not(
+    monkeypatch: pytest.MonkeyPatch, answer: bytes, expected: Any
+) -> None:
+    stop = {"hook_event_name": "Stop"}
+    with RawSidecar(answer) as url:
+        monkeypatch.setenv("HOOKENGINE_URL", url)
+        got = forward(json.dumps(stop).encode(), stop)
+    if isinstance(expected, dict):
+        assert got == expected
+    else:
+        assert expected in got["systemMessage"]
+
+
+def test_a_slow_sidecar_times_out_into_a_deny(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOOKENGINE_TIMEOUT", "0.2")
+    with RawSidecar(b"HTTP/1.1 200 OK\r\n\r\n{}", delay=0.5) as url:
+        monkeypatch.setenv("HOOKENGINE_URL", url)
+        answer = forward(json.dumps(RM).encode(), RM)
+    reason = answer["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "did not answer (timed out)" in reason
+
+
+@pytest.mark.parametrize(
+    ("url", "token", "expected"),
+    [
+        ("http://127.0.0.1:port/x", None, "not a valid URL"),
+        ("ftp://127.0.0.1/x", None, "not set to an http(s) URL"),
+        ("http:///x", None, "not a valid URL"),
+        ("http://127.0.0.1:9/x", "a\r\nX-Evil: 1", "HOOKENGINE_TOKEN holds a line break"),
+    ],
+)
+def test_a_bad_url_or_token_is_a_deny_naming_it(
+    monkeypatch: pytest.MonkeyPatch, url: str, token: str | None, expected: str
+) -> None:
+    monkeypatch.setenv("HOOKENGINE_URL", url)
+    if token:
+        monkeypatch.setenv("HOOKENGINE_TOKEN", token)
+    reason = forward(json.dumps(RM).encode(), RM)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert expected in reason and "X-Evil" not in reason
