@@ -85,7 +85,7 @@ def run_hook(args: argparse.Namespace) -> int:
         answer = answers.get(timeout=args.timeout)
     except queue.Empty:
         message = f"no decision within {args.timeout:g} s"
-        answer = failure_output(event_name(payload), message)
+        answer = failure_output(payload, message, dialect=args.dialect)
     _print(answer)
     # the engine closes after the decision (records flushed, workers stopped): within the
     # time left, else exit without it (the stuck evaluation or store holds it)
@@ -112,14 +112,14 @@ def decide(
         settings = project.settings.model_copy(update={"scripts": scripts})
         engine = OneShotEngine(replace(project, settings=settings), db=args.db)
     except Exception as exc:  # noqa: BLE001 - the command's edge: fail closed, exit 0
-        answer(failure_output(event, describe(exc)))
+        answer(failure_output(payload, describe(exc), dialect=args.dialect))
         return
     with engine:
         try:
             if event in POINT_OF and args.agent in engine.agents:
                 engine.open_what_hooks_use(args.agent)
         except Exception as exc:  # noqa: BLE001 - the command's edge: fail closed, exit 0
-            answer(failure_output(event, describe(exc)))
+            answer(failure_output(payload, describe(exc), dialect=args.dialect))
             return
         answer(handle(engine, args.agent, payload, dialect=args.dialect))
 

@@ -23,7 +23,7 @@ import socket
 import sys
 import time
 
-from engine.integrations.claude_code import event_name, failure_output
+from engine.integrations.claude_code import failure_output
 
 TYPE_CHECKING = False  # typing is not imported at run time: start-up counts
 if TYPE_CHECKING:
@@ -54,24 +54,28 @@ def main(argv: list[str] | None = None) -> int:
 
 def forward(raw: bytes, payload: Any) -> dict[str, Any]:
     """The service's answer to ``raw``, or the event's failure answer naming what failed."""
-    event = event_name(payload)
     url = os.environ.get("HOOKENGINE_URL", "")
+    dialect = "codex" if "dialect=codex" in url.partition("?")[2] else "claude"
+
+    def fail(message: str) -> dict[str, Any]:
+        return failure_output(payload, message, dialect=dialect)
+
     try:
         status, body = post(url, raw, token=os.environ.get("HOOKENGINE_TOKEN"), timeout=_timeout())
     except ServiceError as exc:
-        return failure_output(event, str(exc))
+        return fail(str(exc))
     except OSError as exc:  # refused, unreachable, timed out, reset, TLS
         reason = exc.strerror or str(exc) or type(exc).__name__
         message = f"the policy service at {_origin(url)} did not answer ({reason[:200]})"
-        return failure_output(event, message)
+        return fail(message)
     if status != 200:
-        return failure_output(event, f"the policy service answered HTTP {status}{_detail(body)}")
+        return fail(f"the policy service answered HTTP {status}{_detail(body)}")
     try:
         answer = json.loads(body)
     except ValueError:
-        return failure_output(event, "the policy service's answer is not JSON")
+        return fail("the policy service's answer is not JSON")
     if not isinstance(answer, dict):
-        return failure_output(event, "the policy service's answer is not an object")
+        return fail("the policy service's answer is not an object")
     return answer
 
 

@@ -80,7 +80,7 @@ def handle(engine: Engine, agent: str, payload: Any, *, dialect: str = "claude")
         return _ANSWER[event](engine.agent(agent), payload, dialect)
     except Exception as exc:  # noqa: BLE001 - the edge: a failure is the fail-closed answer
         _log_failure(agent, event, exc)
-        return failure_output(event, describe(exc))
+        return failure_output(payload, describe(exc), dialect=dialect)
 
 
 def event_name(payload: Any) -> str | None:
@@ -89,20 +89,38 @@ def event_name(payload: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def failure_output(event: str | None, message: str) -> dict[str, Any]:
-    """The answer when no decision could be made (fail closed where the event guards).
+def failure_output(payload: Any, message: str, *, dialect: str = "claude") -> dict[str, Any]:
+    """The answer to ``payload`` when no decision could be made: fail closed where the event
+    guards.
 
-    PreToolUse (or an event that cannot be read: it may be a tool call) is a deny;
-    UserPromptSubmit and PostToolUse are ``decision: block`` (the prompt is refused; the model
-    is told the tool's output was not checked); Stop and SessionEnd only warn the user.
-    The same answer is valid in both dialects (Claude Code's and Codex's output schemas).
+    PreToolUse (or a payload whose event cannot be read: it may be a tool call) is a deny;
+    UserPromptSubmit is ``decision: block`` (the prompt is refused); PostToolUse withholds
+    the unchecked output (``updatedToolOutput`` with the message in the tool's shape; in the
+    Codex dialect an MCP tool's ``updatedMCPToolOutput``, else ``decision: block``, all Codex
+    can do); Stop and SessionEnd only warn the user.
     """
+    event = event_name(payload)
     text = message if message.startswith(PREFIX) else PREFIX + message
-    if event in ("UserPromptSubmit", "PostToolUse"):
+    if event == "UserPromptSubmit":
         return {"decision": "block", "reason": text, "systemMessage": text}
+    if event == "PostToolUse":
+        return {**_withheld(payload, text, dialect), "systemMessage": text}
     if event in ("Stop", "SessionEnd"):
         return {"systemMessage": text}
     return {**_deny(text), "systemMessage": text}
+
+
+def _withheld(payload: Mapping[str, Any], text: str, dialect: str) -> dict[str, Any]:
+    """A PostToolUse answer that keeps the tool's output from the model, saying ``text``."""
+    shaped = in_shape(payload.get("tool_response"), text)
+    name = payload.get("tool_name")
+    if dialect != "codex":
+        output = {"hookEventName": "PostToolUse", "updatedToolOutput": shaped}
+    elif isinstance(name, str) and name.startswith("mcp__"):
+        output = {"hookEventName": "PostToolUse", "updatedMCPToolOutput": shaped}
+    else:
+        return {"decision": "block", "reason": text + _CODEX_OUTPUT}
+    return {"decision": "block", "reason": text, "hookSpecificOutput": output}
 
 
 def describe(exc: BaseException) -> str:

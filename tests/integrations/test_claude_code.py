@@ -327,6 +327,15 @@ def test_a_missing_tool_response_is_a_block_naming_it(engine: Engine) -> None:
     del payload["tool_response"]
     answer = handle(engine, "guard", payload)
     assert answer["decision"] == "block" and "tool_response: is missing" in answer["reason"]
+    assert "tool_response: is missing" in answer["hookSpecificOutput"]["updatedToolOutput"]
+
+
+def test_an_unknown_agent_at_post_tool_use_keeps_the_output_from_the_model(
+    engine: Engine,
+) -> None:
+    answer = handle(engine, "nobody", bash_output(f"API_KEY={SECRET}"))
+    output = answer["hookSpecificOutput"]["updatedToolOutput"]
+    assert "no agent 'nobody'" in output["stdout"] and SECRET not in str(answer)
 
 
 # -- Stop and SessionEnd ------------------------------------------------------------------------
@@ -379,23 +388,46 @@ def test_an_unknown_dialect_is_a_deny_naming_it(engine: Engine) -> None:
 
 
 @pytest.mark.parametrize(
-    ("event_name", "expected"),
+    ("payload", "expected"),
     [
-        ("PreToolUse", "hookSpecificOutput"),
+        ({"hook_event_name": "PreToolUse"}, "hookSpecificOutput"),
         (None, "hookSpecificOutput"),
-        ("UserPromptSubmit", "decision"),
-        ("PostToolUse", "decision"),
-        ("Stop", "systemMessage"),
-        ("SessionEnd", "systemMessage"),
+        ({"hook_event_name": "UserPromptSubmit"}, "decision"),
+        ({"hook_event_name": "Stop"}, "systemMessage"),
+        ({"hook_event_name": "SessionEnd"}, "systemMessage"),
     ],
 )
-def test_failure_output_fails_closed_where_the_event_guards(
-    event_name: str | None, expected: str
-) -> None:
-    answer = failure_output(event_name, "down")
+def test_failure_output_fails_closed_where_the_event_guards(payload: Any, expected: str) -> None:
+    answer = failure_output(payload, "down")
     assert expected in answer and answer["systemMessage"] == "hookengine: down"
     if expected == "hookSpecificOutput":
         assert answer[expected]["permissionDecision"] == "deny"
+
+
+def test_a_failure_at_post_tool_use_withholds_the_output_in_its_shape() -> None:
+    payload = bash_output(f"API_KEY={SECRET}")
+    answer = failure_output(payload, "down")
+    assert answer["decision"] == "block" and SECRET not in str(answer)
+    assert answer["hookSpecificOutput"]["updatedToolOutput"] == {
+        "stdout": "hookengine: down",
+        "stderr": "",
+        "interrupted": False,
+        "isImage": False,
+        "noOutputExpected": False,
+    }
+
+
+def test_a_failure_at_post_tool_use_in_codex_is_what_codex_can_do() -> None:
+    mcp = failure_output(
+        bash_output("", tool_name="mcp__a__b", tool_response="x"), "down", dialect="codex"
+    )
+    assert mcp["hookSpecificOutput"] == {
+        "hookEventName": "PostToolUse",
+        "updatedMCPToolOutput": "hookengine: down",
+    }
+    builtin = failure_output(bash_output("x"), "down", dialect="codex")
+    assert "hookSpecificOutput" not in builtin and builtin["decision"] == "block"
+    assert "do not use or repeat the output" in builtin["reason"]
 
 
 def test_in_shape_keeps_objects_and_empties_the_texts_a_text_replaced() -> None:

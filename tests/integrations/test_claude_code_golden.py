@@ -81,12 +81,13 @@ CASES: dict[str, dict[str, Any]] = {
     "result_clean": tool("PostToolUse", "Bash", {"command": "pwd"}, tool_response={"stdout": "/"}),
     "result_withheld": tool("PostToolUse", "Leaky", {}, tool_response=BASH_RESPONSE),
     "mcp_result_redacted": tool("PostToolUse", "mcp__files__read", {}, tool_response=SECRET),
+    "result_input_not_an_object": tool("PostToolUse", "Bash", "env", tool_response=BASH_RESPONSE),
     "stop": payload("Stop", stop_hook_active=False, last_assistant_message="Done."),
     "session_end": payload("SessionEnd", reason="other"),  # Codex sends only "other"
 }
 """The cases, run in this order in one session (``stop`` hears the last prompt above it)."""
 
-INVALID_INPUT = {"prompt_not_text", "tool_input_not_an_object"}
+INVALID_INPUT = {"prompt_not_text", "tool_input_not_an_object", "result_input_not_an_object"}
 
 
 @pytest.fixture(scope="module")
