@@ -165,7 +165,8 @@ def _parse(data: bytes) -> tuple[int, bytes]:
 
 
 def _unchunk(body: bytes) -> bytes:
-    out, rest = [], body
+    out: list[bytes] = []
+    rest = body
     while True:
         size_line, sep, rest = rest.partition(b"\r\n")
         try:
