@@ -101,11 +101,11 @@ def decide(
 ) -> None:
     """Load the agent's engine, ``answer`` the decision on ``payload``, then close the engine;
     a failure to load or open it is the event's failure answer (a deny at PreToolUse)."""
-    from engine.cli.hook_tool import OneShotEngine
-    from engine.config.loader import load_project
-
     event = event_name(payload)
     try:
+        from engine.cli.hook_tool import OneShotEngine
+        from engine.config.loader import load_project
+
         project = load_project(args.config, only=[args.agent])
         # one evaluation runs in one worker: the others would only start and stop
         scripts = project.settings.scripts.model_copy(update={"workers": 1})
