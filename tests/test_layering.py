@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
         "yamltests",
         "demo",
         "checking",
+        "integrations",
     },
     {"cli", "http"},
 ]
