@@ -1,0 +1,71 @@
+"""The engine as a Claude Code ``type: "http"`` hook target, on a real uvicorn server on loopback.
+
+``POST /v1/claude-code/{agent}`` takes the hook input JSON and answers the decision that
+``engine.integrations.claude_code.handle`` computes, behind a bearer token compared in constant
+time. It is the smallest app that serves the route, so the end-to-end tests do not depend on
+how ``hookengine serve`` mounts it; ``Sidecar(engine, app=...)`` takes any ASGI app instead.
+"""
+
+from __future__ import annotations
+
+import hmac
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from engine.integrations.claude_code import handle
+
+TOKEN_ENV = "HOOKENGINE_E2E_TOKEN"
+TOKEN = "e2e-decide-token"
+"""The bearer token the tests' http hooks send (the CLI reads it from ``$HOOKENGINE_E2E_TOKEN``)."""
+
+
+def claude_code_app(engine: Any, *, token: str = TOKEN) -> Starlette:
+    """An ASGI app with the one route ``POST /v1/claude-code/{agent}``."""
+    expected = f"Bearer {token}".encode()
+
+    async def decide(request: Request) -> JSONResponse:
+        given = request.headers.get("authorization", "").encode()
+        if not hmac.compare_digest(given, expected):
+            return JSONResponse({"code": "unauthorized", "message": "bad token"}, status_code=401)
+        payload = await request.json()
+        agent = request.path_params["agent"]
+        answer = await run_in_threadpool(handle, engine, agent, payload, dialect="claude")
+        return JSONResponse(answer)
+
+    return Starlette(routes=[Route("/v1/claude-code/{agent}", decide, methods=["POST"])])
+
+
+class Sidecar:
+    """Serve ``app`` (by default ``claude_code_app(engine)``) on 127.0.0.1; yields its base URL."""
+
+    def __init__(self, engine: Any, *, app: Any = None) -> None:
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        config = uvicorn.Config(app or claude_code_app(engine), log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+
+    def __enter__(self) -> str:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not self._server.started:
+            raise RuntimeError("the sidecar did not start within 10 s")
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(10)
+        self._sock.close()
