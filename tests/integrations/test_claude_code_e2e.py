@@ -87,7 +87,7 @@ def config_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         root,
         {
             "engine.yaml": "process: claude-e2e\ndb_path: data/hookengine.db\n"
-            "scripts: {workers: 1}\n",
+            "records: {enabled: true}\nscripts: {workers: 1}\n",
             f"agents/{AGENT}/agent.yaml": "hook_files: [hooks/no_deletes.yaml, "
             "hooks/rewrite.yaml, hooks/redact.yaml, hooks/prompt.yaml]\n",
             f"agents/{AGENT}/hooks/no_deletes.yaml": """
@@ -119,9 +119,16 @@ def model() -> Iterator[FakeAnthropic]:
 
 
 @pytest.fixture(scope="module")
-def sidecar(config_root: Path) -> Iterator[str]:
+def engine(config_root: Path) -> Iterator[Engine]:
+    """The engine behind the sidecar; it also reads the records the hook commands wrote."""
+    with Engine.load(config_root) as loaded:
+        yield loaded
+
+
+@pytest.fixture(scope="module")
+def sidecar(engine: Engine) -> Iterator[str]:
     """The engine serving ``POST /v1/claude-code/{agent}`` on loopback; yields its base URL."""
-    with Engine.load(config_root) as engine, Sidecar(engine) as url:
+    with Sidecar(engine) as url:
         yield url
 
 
@@ -222,17 +229,28 @@ def test_a_blocked_prompt_makes_no_model_request(
     assert PROMPT_REFUSAL in run.result["result"]
 
 
-def test_a_harmless_prompt_and_command_pass_through_every_hook(
-    model: FakeAnthropic, project: Path, config_root: Path
+def test_a_harmless_turn_passes_every_hook_and_each_event_is_recorded(
+    model: FakeAnthropic, project: Path, config_root: Path, engine: Engine
 ) -> None:
     model.reset(tool_then_text(bash("touch created.txt"), text="all set"))
     hook = command_hook(hookengine_command(config_root))
-    settings = hooks_settings(hook, ["UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"])
-    run = claude(model, project, settings, prompt="make a file")
+    events = ["UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"]
+    run = claude(model, project, hooks_settings(hook, events), prompt="make a file")
     block = only_tool_result(model, run)
     assert (project / "created.txt").exists(), run.describe()
     assert block.get("is_error") is not True
     assert run.result["result"] == "all set"
+    records = engine.records(scope=run.result["session_id"], oldest_first=True)
+    points = [r.point for r in records]
+    assert points == [
+        "before_user_message",
+        "tool_call",
+        "tool_result",
+        "after_turn",
+        "after_loop",
+    ], run.describe()
+    after_turn = records[3].event
+    assert (after_turn["question"], after_turn["answer"]) == ("make a file", "all set")
 
 
 @pytest.mark.parametrize(
@@ -282,6 +300,19 @@ def test_the_hook_command_failing_inside_denies_the_tool(
     assert not (project / "created.txt").exists(), run.describe()
     assert block["is_error"] is True
     assert "no_such_agent" in tool_result_text(block)
+
+
+def test_a_wrong_token_at_the_sidecar_stops_the_tool(
+    model: FakeAnthropic, project: Path, sidecar: str
+) -> None:
+    model.reset(tool_then_text(bash("touch created.txt")))
+    hook = http_hook(f"{sidecar}/v1/claude-code/{AGENT}")
+    hook["headers"] = {"Authorization": "Bearer not-the-token"}
+    run = claude(model, project, hooks_settings(hook, ["PreToolUse"]))
+    block = only_tool_result(model, run)
+    assert not (project / "created.txt").exists(), run.describe()
+    assert block["is_error"] is True
+    assert "401" in tool_result_text(block)
 
 
 def test_the_sidecar_down_with_on_failure_block_stops_the_tool(
