@@ -97,20 +97,27 @@ def tool_result_text(block: dict[str, Any]) -> str:
     return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
-def last_user_has_tool_result(request: dict[str, Any]) -> bool:
-    """True when the newest user message carries a tool result (the model's second turn)."""
-    messages = request.get("messages") or [{}]
-    return any(block.get("type") == "tool_result" for block in _blocks(messages[-1]))
+def has_tool_result(request: dict[str, Any]) -> bool:
+    """True once any message of the conversation carries a tool result.
+
+    Not only the newest one: after a hook's blocking message the CLI may send a system
+    message last, and a script that looked only there would ask for the tool forever.
+    """
+    return any(
+        block.get("type") == "tool_result"
+        for message in request.get("messages") or []
+        for block in _blocks(message)
+    )
 
 
 def tool_then_text(tool: ToolUse, text: str = "done") -> Script:
-    """The usual script: ask for ``tool`` first, answer ``text`` once a tool result came back.
+    """The usual script: ask for ``tool`` until a tool result came back, then answer ``text``.
 
     Requests without tools (a title or topic request the CLI may make on its side) get text.
     """
 
     def script(request: dict[str, Any]) -> Turn:
-        if not request.get("tools") or last_user_has_tool_result(request):
+        if not request.get("tools") or has_tool_result(request):
             return Text(text)
         return tool
 

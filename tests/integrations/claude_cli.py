@@ -113,31 +113,26 @@ def run_claude(
     base_url: str,
     project: Path,
     home: Path,
-    settings: dict,
+    settings: dict | None,
     env: dict[str, str] | None = None,
     allowed_tools: tuple[str, ...] = ("Bash", "Write"),
 ) -> Run:
     """Run ``claude -p prompt`` in ``project`` with ``settings`` and return its events.
+
+    ``settings=None`` passes no ``--settings``: the project's ``.claude/settings.json`` holds
+    the hooks.
 
     Raises AssertionError when the CLI fails to start or exits non-zero: in these tests that is
     a failure, never a skip.
     """
     claude = require_claude()
     home.mkdir(parents=True, exist_ok=True)
-    settings_file = home / "hook-settings.json"
-    settings_file.write_text(json.dumps(settings), encoding="utf-8")
-    argv = [
-        str(claude),
-        "-p",
-        prompt,
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--settings",
-        str(settings_file),
-        "--allowedTools",
-        *allowed_tools,
-    ]
+    argv = [str(claude), "-p", prompt, "--output-format", "stream-json", "--verbose"]
+    if settings is not None:
+        settings_file = home / "hook-settings.json"
+        settings_file.write_text(json.dumps(settings), encoding="utf-8")
+        argv += ["--settings", str(settings_file)]
+    argv += ["--allowedTools", *allowed_tools]
     full_env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),

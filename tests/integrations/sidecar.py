@@ -23,9 +23,10 @@ from starlette.routing import Route
 
 from engine.integrations.claude_code import handle
 
-TOKEN_ENV = "HOOKENGINE_E2E_TOKEN"
+TOKEN_ENV = "HOOKENGINE_TOKEN"
 TOKEN = "e2e-decide-token"
-"""The bearer token the tests' http hooks send (the CLI reads it from ``$HOOKENGINE_E2E_TOKEN``)."""
+"""The bearer token the tests' http hooks send (the CLI reads it from ``$HOOKENGINE_TOKEN``,
+as ``hookengine claude-code install --http`` writes it)."""
 
 
 def claude_code_app(engine: Any, *, token: str = TOKEN) -> Starlette:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.cli.hookengine import main as hookengine
 from engine.runtime import Engine
 from tests.conftest import write
 from tests.integrations.anthropic_fake import (
@@ -160,7 +161,7 @@ def hookengine_command(config_root: Path, agent: str = AGENT) -> str:
 HOOK_ENV = {"PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True", TOKEN_ENV: TOKEN}
 
 
-def claude(model: FakeAnthropic, project: Path, settings: dict, prompt: str = "go") -> Run:
+def claude(model: FakeAnthropic, project: Path, settings: dict | None, prompt: str = "go") -> Run:
     return run_claude(
         prompt,
         base_url=model.url,
@@ -300,6 +301,27 @@ def test_the_hook_command_failing_inside_denies_the_tool(
     assert not (project / "created.txt").exists(), run.describe()
     assert block["is_error"] is True
     assert "no_such_agent" in tool_result_text(block)
+
+
+@pytest.mark.parametrize("mode", ["command", "http"])
+def test_the_settings_hookengine_installs_deny_a_delete_and_let_a_harmless_command_run(
+    model: FakeAnthropic, project: Path, config_root: Path, sidecar: str, mode: str
+) -> None:
+    argv = ["claude-code", "install", "--agent", AGENT, "--config", str(config_root)]
+    argv += ["--settings", str(project / ".claude" / "settings.json")]
+    if mode == "http":
+        argv += ["--http", sidecar]
+    assert hookengine([*argv]) == 0
+    model.reset(tool_then_text(bash("rm -rf victim.txt")))
+    run = claude(model, project, None)
+    block = only_tool_result(model, run)
+    assert (project / "victim.txt").exists(), run.describe()
+    assert block["is_error"] is True
+    assert DENIAL in tool_result_text(block)
+    model.reset(tool_then_text(bash("touch created.txt")))
+    run = claude(model, project, None)
+    assert (project / "created.txt").exists(), run.describe()
+    assert only_tool_result(model, run).get("is_error") is not True
 
 
 def test_a_wrong_token_at_the_sidecar_stops_the_tool(
