@@ -58,8 +58,9 @@ def test_bad_event_fields_are_raised_as_event_errors(
     assert info.value.errors[0]["loc"] == ["rating"]
     with pytest.raises(EventError, match="name: Input should be a valid string"):
         agent.evaluate("tool_call", {"name": 5})
-    refused = agent.tool_call("shell", {"data": b"x"})  # the event's data: refused, not raised
-    assert refused.blocked and "event.input.data" in (refused.input_error or "")
+    with pytest.raises(EventError) as info:  # not JSON data: the host's mistake, raised too
+        agent.tool_call("shell", {"data": b"x"})
+    assert info.value.errors == [{"loc": ["input", "data"], "msg": "bytes is not JSON"}]
 
 
 def test_async_forms(
