@@ -70,7 +70,7 @@ def run_hook(args: argparse.Namespace) -> int:
         payload = json.loads(raw)
     except ValueError as exc:
         message = f"the hook input is not JSON ({exc})"
-        _print(failure_output(None, message, dialect=args.dialect))
+        _print(failure_output(None, message))
         return EXIT_OK
     answer: list[dict[str, Any]] = []
     worker = threading.Thread(target=lambda: answer.append(decide(args, payload)), daemon=True)
@@ -80,7 +80,7 @@ def run_hook(args: argparse.Namespace) -> int:
         _print(answer[0])
         return EXIT_OK
     message = f"no decision within {args.timeout:g} s"
-    _print(failure_output(event_name(payload), message, dialect=args.dialect))
+    _print(failure_output(event_name(payload), message))
     sys.stdout.flush()
     os._exit(EXIT_OK)  # the stuck evaluation holds the engine: do not wait for it to close
 
@@ -98,11 +98,11 @@ def decide(args: argparse.Namespace, payload: Any) -> dict[str, Any]:
         settings = project.settings.model_copy(update={"scripts": scripts})
         engine = OneShotEngine(replace(project, settings=settings), db=args.db)
     except Exception as exc:  # noqa: BLE001 - the command's edge: fail closed, exit 0
-        return failure_output(event_name(payload), describe(exc), dialect=args.dialect)
+        return failure_output(event_name(payload), describe(exc))
     with engine:
         if event_name(payload) in POINT_OF and args.agent in engine.agents:
             engine.open_what_hooks_use(args.agent)
-        return handle(engine, args.agent, payload, dialect=args.dialect)
+        return handle(engine, args.agent, payload)
 
 
 def _print(answer: dict[str, Any]) -> None:

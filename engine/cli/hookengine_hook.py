@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
         payload = json.loads(raw)
     except ValueError:
         payload = None
-    sys.stdout.write(json.dumps(forward(raw, payload), ensure_ascii=False) + "\n")
+    # ASCII escapes: any text, a lone surrogate included, prints under any locale
+    sys.stdout.write(json.dumps(forward(raw, payload)) + "\n")
     return 0
 
 
@@ -40,21 +41,18 @@ def forward(raw: bytes, payload: Any) -> dict[str, Any]:
     """The service's answer to ``raw``, or the event's failure answer naming what failed."""
     event = event_name(payload)
     url = os.environ.get("HOOKENGINE_URL", "")
-    dialect = "codex" if "dialect=codex" in url else "claude"
     if not url.startswith(("http://", "https://")):
-        return failure_output(event, "HOOKENGINE_URL is not set to an http(s) URL", dialect=dialect)
+        return failure_output(event, "HOOKENGINE_URL is not set to an http(s) URL")
     try:
         answer = _post(url, raw, os.environ.get("HOOKENGINE_TOKEN"), _timeout())
     except urllib.error.HTTPError as exc:
         message = f"the policy service answered HTTP {exc.code}{_detail(exc)}"
-        return failure_output(event, message, dialect=dialect)
+        return failure_output(event, message)
     except (OSError, ValueError) as exc:  # URLError, timeouts and bad JSON are among these
         message = f"the policy service at {_origin(url)} did not answer ({_reason(exc)})"
-        return failure_output(event, message, dialect=dialect)
+        return failure_output(event, message)
     if not isinstance(answer, dict):
-        return failure_output(
-            event, "the policy service's answer is not an object", dialect=dialect
-        )
+        return failure_output(event, "the policy service's answer is not an object")
     return answer
 
 

@@ -77,7 +77,7 @@ def handle(engine: Engine, agent: str, payload: Any, *, dialect: str = "claude")
         return _ANSWER[event](engine.agent(agent), payload, dialect)
     except Exception as exc:  # noqa: BLE001 - the edge: a failure is the fail-closed answer
         _log_failure(agent, event, exc)
-        return failure_output(event, describe(exc), dialect=dialect)
+        return failure_output(event, describe(exc))
 
 
 def event_name(payload: Any) -> str | None:
@@ -86,13 +86,13 @@ def event_name(payload: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def failure_output(event: str | None, message: str, *, dialect: str = "claude") -> dict[str, Any]:
+def failure_output(event: str | None, message: str) -> dict[str, Any]:
     """The answer when no decision could be made (fail closed where the event guards).
 
     PreToolUse (or an event that cannot be read: it may be a tool call) is a deny;
     UserPromptSubmit and PostToolUse are ``decision: block`` (the prompt is refused; the model
     is told the tool's output was not checked); Stop and SessionEnd only warn the user.
-    Valid under both dialects.
+    The same answer is valid in both dialects (Claude Code's and Codex's output schemas).
     """
     text = message if message.startswith(PREFIX) else PREFIX + message
     if event in ("UserPromptSubmit", "PostToolUse"):
@@ -140,7 +140,7 @@ def _tool_call(agent: Agent, payload: Mapping[str, Any], dialect: str) -> dict[s
     out = _evaluate(agent, "tool_call", fields, payload, dialect)
     if out.blocked:
         return _with_message(_deny(_reason(out)), out)
-    if out.input is None or out.input == fields["input"]:
+    if not _changed(out, "input") or out.input == fields["input"]:
         return _with_message({}, out)
     if dialect == "codex":  # Codex applies updatedInput only with "allow", which skips approval
         return _with_message(_deny(_CODEX_REWRITE), out)
@@ -154,25 +154,27 @@ def _tool_result(agent: Agent, payload: Mapping[str, Any], dialect: str) -> dict
         raise PayloadError([{"loc": ["tool_response"], "msg": "is missing"}])
     response = fields["result"] = payload["tool_response"]
     out = _evaluate(agent, "tool_result", fields, payload, dialect)
-    if not out.blocked and out.result == response:
+    if not out.blocked and (not _changed(out, "result") or out.result == response):
         return _with_message({}, out)
     shaped = in_shape(response, out.result)
     if dialect == "claude":
         output = {"hookEventName": "PostToolUse", "updatedToolOutput": shaped}
         return _with_message({"hookSpecificOutput": output}, out)
+    # the engine lists a result change as unsupported by Codex: said here, in Codex's terms
     if fields["name"].startswith("mcp__"):
         output = {"hookEventName": "PostToolUse", "updatedMCPToolOutput": shaped}
-        return _with_message({"hookSpecificOutput": output}, out)
+        return _with_message({"hookSpecificOutput": output}, out, said="result")
     why = _reason(out) if out.blocked else "a policy hook changed this tool's output"
     text = PREFIX + why + _CODEX_OUTPUT
-    return _with_message({"decision": "block", "reason": text, "systemMessage": text}, out)
+    answer = {"decision": "block", "reason": text, "systemMessage": text}
+    return _with_message(answer, out, said="result")
 
 
 def _stop(agent: Agent, payload: Mapping[str, Any], dialect: str) -> dict[str, Any]:
     session = _optional(payload, "session_id", str)
     answer = _optional(payload, "last_assistant_message", str) or ""
     question = (agent.last_prompt(session) if session else None) or ""
-    fields = {"question": question, "answer": answer, "tool_calls": []}
+    fields: dict[str, Any] = {"question": question, "answer": answer, "tool_calls": []}
     return _with_message({}, _evaluate(agent, "after_turn", fields, payload, dialect))
 
 
@@ -228,7 +230,7 @@ def _tool_fields(payload: Mapping[str, Any]) -> dict[str, Any]:
     call_id = payload.get("tool_use_id")
     if call_id is not None and not isinstance(call_id, str):
         errors.append({"loc": ["tool_use_id"], "msg": _wanted("text", call_id, True)})
-    if errors:
+    if errors or not isinstance(data, Mapping):
         raise PayloadError(errors)
     return {"name": name, "input": dict(data), "call_id": call_id}
 
@@ -263,6 +265,12 @@ def _deny(reason: str) -> dict[str, Any]:
     }
 
 
+def _changed(out: Outcome, field: str) -> bool:
+    """Whether an enforced hook changed ``field`` (the engine's normalising of the event, a
+    NaN made null, say, is no change to hand back)."""
+    return any(h.mode == "enforce" and h.change and field in h.change for h in out.hooks)
+
+
 def _reason(out: Outcome) -> str:
     return out.reason or PREFIX + "blocked by policy"
 
@@ -277,11 +285,11 @@ def _context(messages: list[dict[str, Any]]) -> str:
     return "\n\n".join(parts)
 
 
-def _with_message(answer: dict[str, Any], out: Outcome) -> dict[str, Any]:
+def _with_message(answer: dict[str, Any], out: Outcome, *, said: str = "") -> dict[str, Any]:
     """Add the outcome's notices and the changes the host could not apply as
-    ``systemMessage`` (shown to the user)."""
+    ``systemMessage`` (shown to the user); ``said``: a field the answer already speaks of."""
     lines = list(out.notices)
-    lines += [PREFIX + u["message"] for u in out.unsupported]
+    lines += [PREFIX + u["message"] for u in out.unsupported if u["field"] != said]
     if out.input_error and not out.blocked:
         lines.append(PREFIX + out.input_error)
     if lines:
