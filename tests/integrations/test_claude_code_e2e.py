@@ -42,6 +42,8 @@ from tests.integrations.sidecar import TOKEN, TOKEN_ENV, Sidecar
 pytestmark = pytest.mark.slow
 
 AGENT = "e2e"
+BROKEN = "broken"
+"""An agent whose only hook, a redactor at tool_result, always fails."""
 SECRET = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
 DENIAL = "the command deletes data and is not allowed here"
 PROMPT_REFUSAL = "please do not share passwords"
@@ -107,6 +109,16 @@ def config_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 config: {replacement: "[REDACTED]"}
             """,
             f"agents/{AGENT}/hooks/prompt.yaml": PROMPT_HOOK,
+            f"agents/{BROKEN}/agent.yaml": "hook_files: [hooks/redact.yaml]\n",
+            f"agents/{BROKEN}/hooks/redact.yaml": """
+                kind: script_hook
+                name: broken_redactor
+                language: python
+                points: [tool_result]
+                source: |
+                  def on_tool_result(event, host):
+                      raise ValueError("the redactor is broken")
+            """,
         },
     )
 
@@ -217,6 +229,46 @@ def test_a_secret_in_tool_output_never_reaches_the_model(
     assert "API_KEY=[REDACTED]" in tool_result_text(block), run.describe()
     assert all(SECRET not in json.dumps(body) for body in model.messages)
     assert len(model.messages) == 2
+
+
+def test_a_failing_redaction_withholds_the_output_from_the_model(
+    model: FakeAnthropic, project: Path, config_root: Path
+) -> None:
+    model.reset(tool_then_text(bash("cat secrets.env")))
+    hook = command_hook(hookengine_command(config_root, agent=BROKEN))
+    run = claude(model, project, hooks_settings(hook, ["PostToolUse"]))
+    block = only_tool_result(model, run)
+    assert "[result withheld:" in tool_result_text(block), run.describe()
+    assert "broken_redactor" in tool_result_text(block)
+    assert all(SECRET not in json.dumps(body) for body in model.messages)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the failure answer at PostToolUse is decision: block, and Claude Code still hands "
+    "the unchecked output to the model (it only adds a system message); updatedToolOutput "
+    "in tool_response's shape, or continue: false, would keep it out",
+)
+def test_the_hook_command_failing_at_post_tool_use_keeps_the_output_from_the_model(
+    model: FakeAnthropic, project: Path, config_root: Path
+) -> None:
+    model.reset(tool_then_text(bash("cat secrets.env")))
+    hook = command_hook(hookengine_command(config_root, agent="no_such_agent"))
+    run = claude(model, project, hooks_settings(hook, ["PostToolUse"]))
+    assert "no_such_agent" in json.dumps(model.messages), run.describe()
+    assert all(SECRET not in json.dumps(body) for body in model.messages)
+
+
+def test_on_failure_block_at_post_tool_use_does_not_withhold_the_output(
+    model: FakeAnthropic, project: Path
+) -> None:
+    """What the host cannot do: a PostToolUse hook that crashes cannot stop the output."""
+    model.reset(tool_then_text(bash("cat secrets.env")))
+    hook = command_hook("echo crashed >&2; exit 1")
+    run = claude(model, project, hooks_settings(hook, ["PostToolUse"]))
+    block = only_tool_result(model, run)
+    assert SECRET in tool_result_text(block), run.describe()
+    assert 'onFailure is \\"block\\"' in json.dumps(model.messages[-1]["messages"][-1])
 
 
 def test_a_blocked_prompt_makes_no_model_request(
