@@ -173,7 +173,14 @@ def hookengine_command(config_root: Path, agent: str = AGENT) -> str:
 HOOK_ENV = {"PYTHONPATH": str(REPO), "LITELLM_LOCAL_MODEL_COST_MAP": "True", TOKEN_ENV: TOKEN}
 
 
-def claude(model: FakeAnthropic, project: Path, settings: dict | None, prompt: str = "go") -> Run:
+def claude(
+    model: FakeAnthropic,
+    project: Path,
+    settings: dict | None,
+    prompt: str = "go",
+    *,
+    allowed_tools: tuple[str, ...] = ("Bash", "Write"),
+) -> Run:
     return run_claude(
         prompt,
         base_url=model.url,
@@ -181,6 +188,7 @@ def claude(model: FakeAnthropic, project: Path, settings: dict | None, prompt: s
         home=project.parent / "home",
         settings=settings,
         env=HOOK_ENV,
+        allowed_tools=allowed_tools,
     )
 
 
@@ -217,6 +225,20 @@ def test_a_rewritten_tool_input_is_what_runs(
     assert (project / "rewritten.txt").exists(), run.describe()
     assert not (project / "original.txt").exists()
     assert block.get("is_error") is not True
+
+
+def test_a_rewritten_tool_input_still_meets_the_users_permission_rules(
+    model: FakeAnthropic, project: Path, config_root: Path
+) -> None:
+    """The hook never answers "allow": the user's rules are checked on the rewritten input."""
+    model.reset(tool_then_text(bash("touch original.txt")))
+    settings = hooks_settings(command_hook(hookengine_command(config_root)), ["PreToolUse"])
+    run = claude(model, project, settings, allowed_tools=("Bash(touch original.txt)",))
+    block = only_tool_result(model, run)
+    assert not (project / "rewritten.txt").exists(), run.describe()
+    assert not (project / "original.txt").exists()
+    assert block["is_error"] is True
+    assert "rewritten.txt" in tool_result_text(block)
 
 
 def test_a_secret_in_tool_output_never_reaches_the_model(
