@@ -2,8 +2,9 @@
 
 ``POST /v1/claude-code/{agent}`` takes the hook input JSON and answers the decision that
 ``engine.integrations.claude_code.handle`` computes, behind a bearer token compared in constant
-time. It is the smallest app that serves the route, so the end-to-end tests do not depend on
-how ``hookengine serve`` mounts it; ``Sidecar(engine, app=...)`` takes any ASGI app instead.
+time. ``serving_app`` picks ``hookengine serve``'s own app (``engine.http.app.create_app``)
+once it mounts that route, and this smallest app until then; ``Sidecar(engine, app=...)``
+serves any ASGI app.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from starlette.routing import Route
 
 from engine.integrations.claude_code import handle
 
+ROUTE = "/v1/claude-code/{agent}"
 TOKEN_ENV = "HOOKENGINE_TOKEN"
 TOKEN = "e2e-decide-token"
 """The bearer token the tests' http hooks send (the CLI reads it from ``$HOOKENGINE_TOKEN``,
@@ -42,11 +44,25 @@ def claude_code_app(engine: Any, *, token: str = TOKEN) -> Starlette:
         answer = await run_in_threadpool(handle, engine, agent, payload, dialect="claude")
         return JSONResponse(answer)
 
-    return Starlette(routes=[Route("/v1/claude-code/{agent}", decide, methods=["POST"])])
+    return Starlette(routes=[Route(ROUTE, decide, methods=["POST"])])
+
+
+def serving_app(engine: Any) -> Any:
+    """``hookengine serve``'s app when it serves ``ROUTE``, else ``claude_code_app(engine)``.
+
+    The real app reads its ``decide`` token from ``$HOOKENGINE_TOKEN`` (engine.yaml's
+    ``http.tokens``), so set that variable before calling this.
+    """
+    from engine.http.app import create_app
+
+    app = create_app(engine)
+    if any(getattr(route, "path", None) == ROUTE for route in app.routes):
+        return app
+    return claude_code_app(engine)
 
 
 class Sidecar:
-    """Serve ``app`` (by default ``claude_code_app(engine)``) on 127.0.0.1; yields its base URL."""
+    """Serve ``app`` (by default ``serving_app(engine)``) on 127.0.0.1; yields its base URL."""
 
     def __init__(self, engine: Any, *, app: Any = None) -> None:
         self._sock = socket.socket()

@@ -90,7 +90,8 @@ def config_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         root,
         {
             "engine.yaml": "process: claude-e2e\ndb_path: data/hookengine.db\n"
-            "records: {enabled: true}\nscripts: {workers: 1}\n",
+            "records: {enabled: true}\nscripts: {workers: 1}\n"
+            f"http: {{tokens: [{{name: claude, env: {TOKEN_ENV}, scopes: [decide]}}]}}\n",
             f"agents/{AGENT}/agent.yaml": "hook_files: [hooks/no_deletes.yaml, "
             "hooks/rewrite.yaml, hooks/redact.yaml, hooks/prompt.yaml]\n",
             f"agents/{AGENT}/hooks/no_deletes.yaml": """
@@ -134,7 +135,8 @@ def model() -> Iterator[FakeAnthropic]:
 @pytest.fixture(scope="module")
 def engine(config_root: Path) -> Iterator[Engine]:
     """The engine behind the sidecar; it also reads the records the hook commands wrote."""
-    with Engine.load(config_root) as loaded:
+    with pytest.MonkeyPatch.context() as env, Engine.load(config_root) as loaded:
+        env.setenv(TOKEN_ENV, TOKEN)
         yield loaded
 
 
