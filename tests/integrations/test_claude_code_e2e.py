@@ -326,6 +326,7 @@ def test_a_harmless_turn_passes_every_hook_and_each_event_is_recorded(
         "after_turn",
         "after_loop",
     ], run.describe()
+    assert {r.host for r in records} == {"claude-code"}
     after_turn = records[3].event
     assert (after_turn["question"], after_turn["answer"]) == ("make a file", "all set")
 
@@ -380,24 +381,21 @@ def test_the_hook_command_failing_inside_denies_the_tool(
 
 
 @pytest.mark.parametrize("mode", ["command", "http"])
-def test_the_settings_hookengine_installs_deny_a_delete_and_let_a_harmless_command_run(
+def test_the_settings_hookengine_installs_deny_a_delete(
     model: FakeAnthropic, project: Path, config_root: Path, sidecar: str, mode: str
 ) -> None:
     argv = ["claude-code", "install", "--agent", AGENT, "--config", str(config_root)]
     argv += ["--settings", str(project / ".claude" / "settings.json")]
     if mode == "http":
         argv += ["--http", sidecar]
-    assert hookengine([*argv]) == 0
+    assert hookengine(argv) == 0
     model.reset(tool_then_text(bash("rm -rf victim.txt")))
     run = claude(model, project, None)
     block = only_tool_result(model, run)
     assert (project / "victim.txt").exists(), run.describe()
     assert block["is_error"] is True
     assert DENIAL in tool_result_text(block)
-    model.reset(tool_then_text(bash("touch created.txt")))
-    run = claude(model, project, None)
-    assert (project / "created.txt").exists(), run.describe()
-    assert only_tool_result(model, run).get("is_error") is not True
+    assert run.result["result"] == "done"
 
 
 def test_a_wrong_token_at_the_sidecar_stops_the_tool(
