@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import shlex
 import sys
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -69,28 +72,36 @@ def run_hook(args: argparse.Namespace) -> int:
     try:
         payload = json.loads(raw)
     except ValueError as exc:
-        message = f"the hook input is not JSON ({exc})"
-        _print(failure_output(None, message))
+        _print(failure_output(None, f"the hook input is not JSON ({exc})"))
         return EXIT_OK
-    answer: list[dict[str, Any]] = []
-    worker = threading.Thread(target=lambda: answer.append(decide(args, payload)), daemon=True)
+    answers: queue.Queue[dict[str, Any]] = queue.Queue()
+    worker = threading.Thread(target=decide, args=(args, payload, answers.put), daemon=True)
+    started = time.monotonic()
     worker.start()
-    worker.join(args.timeout)
-    if answer:
-        _print(answer[0])
-        return EXIT_OK
-    message = f"no decision within {args.timeout:g} s"
-    _print(failure_output(event_name(payload), message))
-    sys.stdout.flush()
-    os._exit(EXIT_OK)  # the stuck evaluation holds the engine: do not wait for it to close
+    try:
+        answer = answers.get(timeout=args.timeout)
+    except queue.Empty:
+        message = f"no decision within {args.timeout:g} s"
+        answer = failure_output(event_name(payload), message)
+    _print(answer)
+    # the engine closes after the decision (records flushed, workers stopped): within the
+    # time left, else exit without it (the stuck evaluation or store holds it)
+    worker.join(max(0.0, args.timeout - (time.monotonic() - started)))
+    if worker.is_alive():
+        sys.stdout.flush()
+        os._exit(EXIT_OK)
+    return EXIT_OK
 
 
-def decide(args: argparse.Namespace, payload: Any) -> dict[str, Any]:
-    """Load the agent's engine once and answer ``payload``; a load failure is the event's
-    failure answer (a deny at PreToolUse)."""
+def decide(
+    args: argparse.Namespace, payload: Any, answer: Callable[[dict[str, Any]], None]
+) -> None:
+    """Load the agent's engine, ``answer`` the decision on ``payload``, then close the engine;
+    a failure to load or open it is the event's failure answer (a deny at PreToolUse)."""
     from engine.cli.hook_tool import OneShotEngine
     from engine.config.loader import load_project
 
+    event = event_name(payload)
     try:
         project = load_project(args.config, only=[args.agent])
         # one evaluation runs in one worker: the others would only start and stop
@@ -98,11 +109,16 @@ def decide(args: argparse.Namespace, payload: Any) -> dict[str, Any]:
         settings = project.settings.model_copy(update={"scripts": scripts})
         engine = OneShotEngine(replace(project, settings=settings), db=args.db)
     except Exception as exc:  # noqa: BLE001 - the command's edge: fail closed, exit 0
-        return failure_output(event_name(payload), describe(exc))
+        answer(failure_output(event, describe(exc)))
+        return
     with engine:
-        if event_name(payload) in POINT_OF and args.agent in engine.agents:
-            engine.open_what_hooks_use(args.agent)
-        return handle(engine, args.agent, payload)
+        try:
+            if event in POINT_OF and args.agent in engine.agents:
+                engine.open_what_hooks_use(args.agent)
+        except Exception as exc:  # noqa: BLE001 - the command's edge: fail closed, exit 0
+            answer(failure_output(event, describe(exc)))
+            return
+        answer(handle(engine, args.agent, payload, dialect=args.dialect))
 
 
 def _print(answer: dict[str, Any]) -> None:

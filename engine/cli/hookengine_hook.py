@@ -17,9 +17,12 @@ import os
 import sys
 import urllib.error
 import urllib.request
-from typing import Any
 
 from engine.integrations.claude_code import event_name, failure_output
+
+TYPE_CHECKING = False  # typing is not imported at run time: start-up counts
+if TYPE_CHECKING:
+    from typing import Any
 
 TIMEOUT_S = 20.0
 """Seconds to wait for the service (``$HOOKENGINE_TIMEOUT`` overrides it)."""

@@ -23,13 +23,16 @@ forwarder uses its failure answers without loading the engine.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
 
+TYPE_CHECKING = False  # typing itself is not imported: the forwarder's start-up counts
 if TYPE_CHECKING:
+    from typing import Any, Literal
+
     from engine.outcome import Outcome
     from engine.runtime import Agent, Engine
 
-Dialect = Literal["claude", "codex"]
+    Dialect = Literal["claude", "codex"]
+
 DIALECTS: tuple[Dialect, ...] = ("claude", "codex")
 HOST_OF: dict[str, str] = {"claude": "claude-code", "codex": "codex"}
 """The engine's host profile (engine/hosts.py) for each dialect."""

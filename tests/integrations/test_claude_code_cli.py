@@ -79,6 +79,37 @@ def test_the_hook_command_prints_the_deny(
     assert (code, answer) == (0, DENY)
 
 
+@pytest.mark.parametrize(
+    ("dialect", "expected"),
+    [
+        (
+            "claude",
+            {"hookEventName": "PreToolUse", "updatedInput": {"command": "ls --color=never"}},
+        ),
+        ("codex", "deny"),
+    ],
+)
+def test_the_hook_command_answers_in_the_dialect_asked(
+    config: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: Any,
+    dialect: str,
+    expected: Any,
+) -> None:
+    ls = json.dumps({**RM, "tool_input": {"command": "ls"}}).encode()
+    args = ("--agent", "guard", "--config", str(config), "--db", str(tmp_path / "s.db"))
+    code, answer = run_hook(monkeypatch, capsys, ls, *args, "--dialect", dialect)
+    output = answer["hookSpecificOutput"]
+    assert code == 0
+    if dialect == "claude":
+        assert output == expected
+    else:  # Codex applies updatedInput only with "allow": refused instead
+        assert (
+            output["permissionDecision"] == "deny" and "Codex" in output["permissionDecisionReason"]
+        )
+
+
 def test_the_hook_command_keeps_the_last_prompt_for_a_later_stop(
     config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
