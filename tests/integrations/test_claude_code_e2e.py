@@ -398,6 +398,22 @@ def test_the_settings_hookengine_installs_deny_a_delete(
     assert run.result["result"] == "done"
 
 
+@pytest.mark.parametrize(("up", "says"), [(True, DENIAL), (False, "did not answer")])
+def test_the_forwarder_command_denies_through_the_sidecar_and_when_it_is_down(
+    model: FakeAnthropic, project: Path, sidecar: str, unused_port: int, up: bool, says: str
+) -> None:
+    """``hookengine-hook`` (stdlib only) posts the event to ``$HOOKENGINE_URL``."""
+    model.reset(tool_then_text(bash("rm -rf victim.txt")))
+    base = sidecar if up else f"http://127.0.0.1:{unused_port}"
+    forwarder = shlex.join([sys.executable, "-m", "engine.cli.hookengine_hook"])
+    hook = command_hook(f"HOOKENGINE_URL={base}/v1/claude-code/{AGENT} {forwarder}")
+    run = claude(model, project, hooks_settings(hook, ["PreToolUse"]))
+    block = only_tool_result(model, run)
+    assert (project / "victim.txt").exists(), run.describe()
+    assert block["is_error"] is True
+    assert says in tool_result_text(block)
+
+
 def test_a_wrong_token_at_the_sidecar_stops_the_tool(
     model: FakeAnthropic, project: Path, sidecar: str
 ) -> None:
