@@ -67,7 +67,10 @@ def register(sub: Any) -> None:
 
 
 def run_hook(args: argparse.Namespace) -> int:
-    """Print one JSON decision for the event on stdin; exit 0 whatever happens."""
+    """Print one JSON decision for the event on stdin; exit 0 whatever happens (but a wrong
+    command line: exit 2, which Claude Code also takes as a block)."""
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout: must be > 0, not {args.timeout:g}")
     raw = sys.stdin.buffer.read()
     try:
         payload = json.loads(raw)

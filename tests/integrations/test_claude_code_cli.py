@@ -174,6 +174,12 @@ def test_an_unknown_agent_is_a_deny(
     assert code == 0 and "ghost" in answer["hookSpecificOutput"]["permissionDecisionReason"]
 
 
+def test_a_wrong_command_line_exits_2(config: Path, capsys: Any) -> None:
+    assert main(["claude-code", "hook", "--agent", "guard", "--timeout", "0"]) == 2
+    assert "--timeout: must be > 0" in capsys.readouterr().err
+    assert main(["claude-code", "hook"]) == 2  # --agent is required
+
+
 def test_the_console_command_answers_and_a_timeout_is_a_deny(config: Path, tmp_path: Path) -> None:
     command = [
         sys.executable,
