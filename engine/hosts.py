@@ -36,7 +36,9 @@ class HostProfile:
 
     def supports(self, point: str | Point, field: str) -> bool:
         """Whether this host applies ``field`` of a change at ``point``."""
-        return field in self.applies.get(point, ())  # type: ignore[call-overload]
+        found = point if isinstance(point, Point) else _POINTS.get(point)
+        fields = self.applies.get(found) if found is not None else None
+        return fields is not None and field in fields
 
     def unsupported(self, point: Point, given: dict[str, Any]) -> list[str]:
         """The fields of a change (``Change.given()``) this host cannot apply, in order."""
@@ -47,6 +49,9 @@ class HostProfile:
     def applies_all(self) -> bool:
         """Whether the host applies every change field every point accepts."""
         return all(self.applies.get(p, frozenset()) >= ACCEPTED[p] for p in Point)
+
+
+_POINTS: dict[str, Point] = {p.value: p for p in Point}
 
 
 def _profile(name: str, table: dict[Point, tuple[set[str], str]]) -> HostProfile:

@@ -273,3 +273,13 @@ def test_records_name_their_host_and_can_be_filtered_by_it(agent: Any) -> None:
     assert [u["field"] for u in litellm.outcome["unsupported"]] == ["messages", "notice"]
     assert litellm.outcome["duration_ms"] > 0
     assert "unsupported" not in engine.records(host="native")[0].outcome
+
+
+def test_replay_decides_as_the_recorded_host_would(agent: Any) -> None:
+    from engine.replay import load_records, replay
+
+    blocked = agent.tool_call("shell", {"cmd": "ls"}, host="litellm", user_id="r")
+    allowed = agent.tool_call("shell", {"cmd": "ls"}, host="claude-code", user_id="r")
+    assert blocked.blocked and not allowed.blocked
+    report = replay(agent.engine, load_records(agent.engine, point="tool_call"))
+    assert report.total == 2 and report.same == 2 and report.differences == []
