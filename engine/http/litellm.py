@@ -32,7 +32,7 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.errors import EngineError, EventError
-from engine.http.errors import ApiError, responses
+from engine.http.errors import ApiError, responses, summarize
 
 log = logging.getLogger("engine.http.litellm")
 
@@ -132,7 +132,8 @@ class Call:
         try:
             out = await self.agent.aevaluate(point, fields, host=HOST, **self.scope)
         except EventError as exc:
-            raise ApiError(422, "invalid_input", str(exc), self._paths(exc, loc)) from exc
+            errors = self._paths(exc, loc)
+            raise ApiError(422, "invalid_input", summarize(errors), errors) from exc
         self.decision_ids.append(out.id)
         for item in out.unsupported:
             log.warning("litellm cannot apply %s.%s at %s", item["hook"], item["field"], point)

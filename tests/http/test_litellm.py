@@ -64,6 +64,8 @@ source: |
   def on_tool_call(event, host):
       if event["name"] == "delete_file":
           return {"block": "deleting files is not allowed here"}
+      if event["name"] == "shell":
+          return {"input": {"command": "echo safe"}}
   def on_before_assistant_message(event, host):
       redacted = host.redact(event["answer"], ["sk-[A-Za-z0-9]{8,}"], "[redacted]")
       if redacted != event["answer"]:
@@ -294,6 +296,60 @@ def test_a_change_litellm_cannot_apply_is_reported(base: str) -> None:
     assert [(u["hook"], u["field"], u["host"]) for u in answer["unsupported"]] == [
         ("guard", "messages", "litellm")
     ]
+
+
+def ask(base: str, body: dict[str, Any]) -> dict[str, Any]:
+    response = httpx.post(base + PATH, json=body, headers={"x-api-key": TOKEN})
+    assert response.status_code == 200, response.text
+    return response.json()  # type: ignore[no-any-return]
+
+
+def test_a_text_completion_prompt_is_the_last_text(base: str) -> None:
+    body = {**GOOD, "texts": ["Earlier text", "What colour is it?"]}
+    answer = ask(base, body)
+    assert answer["action"] == "GUARDRAIL_INTERVENED"
+    assert answer["texts"] == ["Earlier text", "What color is it?"]
+
+
+def test_the_params_may_name_the_user_and_session(base: str, engine: Engine) -> None:
+    params = {"agent": "guard", "user_id": "param-user", "session_id": "param-session"}
+    body = {
+        **GOOD,
+        "additional_provider_specific_params": params,
+        "request_data": {"user_api_key_end_user_id": "metadata-user"},
+        "litellm_trace_id": "trace-ignored",
+        "litellm_call_id": "call-param",
+    }
+    answer = ask(base, body)
+    records = engine.records(agent="guard", scope="param-user")
+    assert {r.id for r in records} == set(answer["decision_ids"])
+    assert {r.scope["session_id"] for r in records} == {"param-session"}
+    assert {r.event["turn_id"] for r in records} == {"call-param"}
+
+
+def test_the_answer_is_checked_with_the_question_of_its_request(base: str, engine: Engine) -> None:
+    trace = {"litellm_trace_id": "trace-question", "litellm_call_id": "call-question"}
+    ask(base, {**GOOD, **trace, "texts": ["Which shoes are waterproof?"]})
+    answer = ask(base, {**GOOD, **trace, "input_type": "response", "texts": ["The red ones."]})
+    (record,) = [r for r in engine.records(agent="guard") if r.id == answer["decision_ids"][0]]
+    assert record.point == "before_assistant_message"
+    assert record.event["question"] == "Which shoes are waterproof?"
+
+
+def test_a_tool_input_rewrite_litellm_cannot_carry_blocks_the_call(base: str) -> None:
+    call = {"id": "c3", "function": {"name": "shell", "arguments": '{"command": "rm -rf /"}'}}
+    answer = ask(base, {**GOOD, "input_type": "response", "tool_calls": [call]})
+    assert answer["action"] == "BLOCKED"
+    assert "'shell' blocked" in answer["blocked_reason"]
+    assert "input" in answer["blocked_reason"] and "litellm" in answer["blocked_reason"]
+
+
+def test_a_refused_scope_value_names_its_body_field(base: str) -> None:
+    response = httpx.post(
+        base + PATH, json={**GOOD, "litellm_call_id": "c" * 300}, headers={"x-api-key": TOKEN}
+    )
+    assert response.status_code == 422
+    assert response.json()["message"].startswith("body.litellm_call_id: ")
 
 
 def test_the_sidecar_down_fails_closed(base: str) -> None:
