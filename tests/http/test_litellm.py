@@ -66,7 +66,11 @@ source: |
           return {"block": "deleting files is not allowed here"}
       if event["name"] == "shell":
           return {"input": {"command": "echo safe"}}
+      if event["name"] == "flaky":
+          raise ValueError("the guard broke")
   def on_before_assistant_message(event, host):
+      if "crash" in event["answer"]:
+          raise ValueError("the redactor broke")
       redacted = host.redact(event["answer"], ["sk-[A-Za-z0-9]{8,}"], "[redacted]")
       if redacted != event["answer"]:
           return {"answer": redacted}
@@ -342,6 +346,20 @@ def test_a_tool_input_rewrite_litellm_cannot_carry_blocks_the_call(base: str) ->
     assert answer["action"] == "BLOCKED"
     assert "'shell' blocked" in answer["blocked_reason"]
     assert "input" in answer["blocked_reason"] and "litellm" in answer["blocked_reason"]
+
+
+def test_a_failing_answer_hook_blocks_the_answer(base: str) -> None:
+    answer = ask(base, {**GOOD, "input_type": "response", "texts": ["a crash course"]})
+    assert answer["action"] == "BLOCKED"
+    assert answer["blocked_reason"]
+
+
+def test_a_failing_tool_guard_blocks_the_tool(base: str) -> None:
+    call = {"id": "c4", "function": {"name": "flaky", "arguments": "{}"}}
+    answer = ask(base, {**GOOD, "input_type": "response", "tool_calls": [call]})
+    assert answer["action"] == "BLOCKED"
+    assert answer["blocked_reason"].startswith("tool 'flaky' blocked: ")
+    assert "guard" in answer["blocked_reason"]
 
 
 def test_a_refused_scope_value_names_its_body_field(base: str) -> None:
