@@ -489,3 +489,29 @@ def test_no_token_is_401_with_the_error_body(base: str) -> None:
     response = httpx.post(base + PATH, json=GOOD)
     assert response.status_code == 401
     assert response.json()["code"] == "unauthorized"
+
+
+def test_schemathesis_finds_no_server_error_on_the_route(base: str) -> None:
+    import schemathesis
+    from hypothesis import HealthCheck, given, settings
+
+    schema = schemathesis.openapi.from_url(f"{base}/openapi.json")
+    (operation,) = [result.ok() for result in schema.get_all_operations()]
+    seen: list[int] = []
+
+    @given(case=operation.as_strategy())
+    @settings(
+        max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
+    def probe(case) -> None:  # type: ignore[no-untyped-def]
+        response = case.call(headers={"x-api-key": TOKEN})
+        seen.append(response.status_code)
+        assert response.status_code < 500, response.text
+        if isinstance(case.body, dict):  # the same body naming the agent: decisions are made
+            case.body["additional_provider_specific_params"] = {"agent": "guard"}
+            response = case.call(headers={"x-api-key": TOKEN})
+            seen.append(response.status_code)
+            assert response.status_code < 500, response.text
+
+    probe()
+    assert 200 in seen and all(code < 500 for code in seen)
