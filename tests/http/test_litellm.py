@@ -20,7 +20,7 @@ from fastapi import FastAPI
 
 from engine.http.auth import Auth, Token, digest, require
 from engine.http.errors import install_error_handlers
-from engine.http.litellm import PATH, router
+from engine.http.litellm import PATH, find_question, rewrite_question, router
 from engine.runtime import Engine
 from tests.conftest import write
 
@@ -525,3 +525,33 @@ def test_schemathesis_finds_no_server_error_on_the_route(base: str) -> None:
 
     probe()
     assert 200 in seen and all(code < 500 for code in seen)
+
+
+def test_a_rewrite_of_a_question_in_parts_fills_the_first_and_empties_the_rest() -> None:
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What colour"},
+                image,
+                {"type": "text", "text": "is it?"},
+            ],
+        },
+    ]
+    texts = ["Be brief.", "What colour", "is it?"]
+    question = find_question(messages, texts)
+    assert question is not None and question.text == "What colour\nis it?"
+    rewrite_question(question, "What color is it?", texts, messages)
+    assert texts == ["Be brief.", "What color is it?", ""]
+    assert messages[1]["content"] == [
+        {"type": "text", "text": "What color is it?"},
+        image,
+        {"type": "text", "text": ""},
+    ]
+
+
+def test_a_request_without_a_user_message_asks_no_question() -> None:
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "tool", "content": "42"}]
+    assert find_question(messages, ["Be brief.", "42"]) is None
