@@ -267,18 +267,14 @@ def test_a_failing_redaction_withholds_the_output_from_the_model(
     assert all(SECRET not in json.dumps(body) for body in model.messages)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the failure answer at PostToolUse is decision: block, and Claude Code still hands "
-    "the unchecked output to the model (it only adds a system message); updatedToolOutput "
-    "in tool_response's shape, or continue: false, would keep it out",
-)
 def test_the_hook_command_failing_at_post_tool_use_keeps_the_output_from_the_model(
     model: FakeAnthropic, project: Path, config_root: Path
 ) -> None:
     model.reset(tool_then_text(bash("cat secrets.env")))
     hook = command_hook(hookengine_command(config_root, agent="no_such_agent"))
     run = claude(model, project, hooks_settings(hook, ["PostToolUse"]))
+    # the failure answer replaces the output (updatedToolOutput in tool_response's shape):
+    # a decision: block alone would still hand the unchecked output to the model
     assert "no_such_agent" in json.dumps(model.messages), run.describe()
     assert all(SECRET not in json.dumps(body) for body in model.messages)
 
