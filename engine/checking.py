@@ -57,14 +57,19 @@ def check_project(root: str | Path, *, host: HostProfile | None = None) -> Check
     if project is None:
         return report
     hooks = [*project.host_hooks, *(h for a in project.agents.values() for h in a.hooks)]
-    # first: where a compile error is at the same place, the static finding says more (a
-    # ReferenceError at load becomes "require is not defined in the sandbox" with its hint)
-    report.problems = _static(hooks) + report.problems
+    static, in_files = _static(hooks)
     bare = ProjectConfig(project.root, project.base_dir, project.settings, (), {})
     with Engine(bare, records=False, db=":memory:") as engine:
         engine.host_slots = _build(engine, project.host_hooks, "host", report)
         for spec in project.agents.values():
             _check_agent(engine, spec, report, host)
+    # Where a compile error is at the same place, the static finding says more (a
+    # ReferenceError at load becomes "require is not defined in the sandbox" with its hint),
+    # so it goes first and wins; but not in a script file: the compile error of a file hides
+    # the tokens it would quote (a file that is no script must not have its content shown).
+    compiled = {(p.path, p.line) for p in report.problems}
+    static = [p for p in static if id(p) not in in_files or (p.path, p.line) not in compiled]
+    report.problems = static + report.problems
     for hook in {h.path: h for h in hooks}.values():
         report.problems += collect(hook)[1]
     report.problems = _ordered(report.problems)
@@ -111,9 +116,11 @@ def _check_agent(
             slot.hook.close()
 
 
-def _static(hooks: list[HookSpec]) -> list[Problem]:
-    """Static findings of every script hook, in the author's coordinates."""
+def _static(hooks: list[HookSpec]) -> tuple[list[Problem], set[int]]:
+    """Static findings of every script hook, in the author's coordinates, and the ids of
+    those in script files."""
     problems: list[Problem] = []
+    in_files: set[int] = set()
     seen: set[Path] = set()
     for spec in hooks:
         if not isinstance(spec.config, ScriptHookConfig) or spec.path in seen:
@@ -127,10 +134,11 @@ def _static(hooks: list[HookSpec]) -> list[Problem]:
             continue
         for finding in check_script(source, language):
             path, line, column = spec.script_position(finding.line, finding.column)
-            problems.append(
-                Problem(path, line, finding.field, finding.message, finding.hint, column)
-            )
-    return problems
+            problem = Problem(path, line, finding.field, finding.message, finding.hint, column)
+            problems.append(problem)
+            if spec.script_path is not None:
+                in_files.add(id(problem))
+    return problems, in_files
 
 
 def _ordered(problems: list[Problem]) -> list[Problem]:

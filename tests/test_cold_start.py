@@ -129,8 +129,9 @@ def comparable(record: dict[str, Any]) -> dict[str, Any]:
     """A record without what differs between any two runs: ids, times, durations."""
     event = {k: v for k, v in record["event"].items() if k != "time"}
     hooks = [{k: v for k, v in run.items() if k != "duration_ms"} for run in record["hooks"]]
+    outcome = {k: v for k, v in record["outcome"].items() if k != "duration_ms"}
     kept = {k: v for k, v in record.items() if k not in ("id", "time", "event", "hooks")}
-    return {**kept, "event": event, "hooks": hooks}
+    return {**kept, "event": event, "hooks": hooks, "outcome": outcome}
 
 
 @pytest.mark.parametrize(
