@@ -1,0 +1,155 @@
+"""The HTTP service's one error body, ``{code, message, errors: [{loc, msg}]}``, and the
+handlers that turn every refusal into it.
+
+::
+
+    ApiError(status, code, message, errors)   raised by routes and dependencies
+    RequestValidationError                      -> 422 invalid_input, errors by path
+    StarletteHTTPException (404, 405, ...)      -> its status, the code of that status
+    EventError (engine.errors)                  -> 422 invalid_input, the engine's errors
+    StoreError (engine.errors)                  -> 503 store_unavailable
+
+``code`` is a stable snake_case word a client may branch on; ``message`` is a sentence for
+people; ``errors`` lists each offending field by its path (empty when no field is to blame).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from engine.errors import EventError, StoreError
+
+log = logging.getLogger("engine.http")
+
+CODES: dict[int, str] = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_input",
+    429: "too_many_requests",
+    431: "headers_too_large",
+    503: "not_ready",
+}
+"""The code a status gets when whoever refused named none."""
+
+
+class ErrorItem(BaseModel):
+    """One offending field."""
+
+    loc: list[str | int]
+    """Its path: ``["body", "event", "name"]``, ``["path", "agent"]``."""
+    msg: str
+
+
+class ErrorBody(BaseModel):
+    """Every error the service answers."""
+
+    code: str
+    """Stable snake_case: unauthorized, forbidden, not_found, body_too_large, invalid_input,
+    too_many_requests, not_ready, ..."""
+    message: str
+    errors: list[ErrorItem]
+
+
+class ApiError(Exception):
+    """A refusal a route or dependency raises; answered as the common error body.
+
+    Args:
+        status: the HTTP status.
+        code: the stable snake_case code (default: the status's own, see ``CODES``).
+        message: a sentence saying what went wrong.
+        errors: each offending field as ``{"loc": [...], "msg": ...}``.
+        headers: extra response headers (``WWW-Authenticate``, ``Retry-After``, ``Allow``).
+    """
+
+    def __init__(
+        self,
+        status: int,
+        code: str | None = None,
+        message: str = "",
+        errors: Sequence[Mapping[str, Any]] = (),
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.status = status
+        self.code = code or CODES.get(status, "error")
+        self.message = message or self.code.replace("_", " ")
+        self.errors = [{"loc": list(e["loc"]), "msg": str(e["msg"])} for e in errors]
+        self.headers = dict(headers or {})
+        super().__init__(f"{status} {self.code}: {self.message}")
+
+    def body(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "errors": self.errors}
+
+    def response(self) -> JSONResponse:
+        return JSONResponse(self.body(), status_code=self.status, headers=self.headers or None)
+
+
+def error_json(status: int, message: str, code: str | None = None) -> bytes:
+    """The error body as bytes, for the ASGI middlewares that answer before FastAPI."""
+    return json.dumps(ApiError(status, code, message).body()).encode()
+
+
+def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for a route: each status documented with ``ErrorBody``."""
+    return {s: {"model": ErrorBody, "description": CODES.get(s, "error")} for s in statuses}
+
+
+def invalid_input(exc: RequestValidationError) -> ApiError:
+    """FastAPI's validation failure as a 422 naming each field by its path."""
+    errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
+    return ApiError(422, "invalid_input", summarize(errors), errors)
+
+
+def event_error(exc: EventError, prefix: Sequence[str | int] = ()) -> ApiError:
+    """The engine's refusal of a call as a 422, each path under ``prefix``."""
+    errors = [{"loc": [*prefix, *e["loc"]], "msg": e["msg"]} for e in exc.errors]
+    return ApiError(422, "invalid_input", summarize(errors), errors)
+
+
+def summarize(errors: Sequence[Mapping[str, Any]]) -> str:
+    """``a.b: msg; c: msg`` (the first five; then how many more)."""
+    shown = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors[:5]]
+    more = len(errors) - len(shown)
+    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "") or "invalid input"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer every refusal on ``app`` with the common error body."""
+
+    @app.exception_handler(ApiError)
+    async def refused(request: Request, exc: ApiError) -> JSONResponse:
+        return exc.response()
+
+    @app.exception_handler(RequestValidationError)
+    async def malformed(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return invalid_input(exc).response()
+
+    @app.exception_handler(EventError)
+    async def wrong_event(request: Request, exc: EventError) -> JSONResponse:
+        return event_error(exc).response()
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = exc.detail if isinstance(exc.detail, str) else CODES.get(exc.status_code, "")
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"no route {request.url.path}"
+        return ApiError(exc.status_code, None, message, headers=exc.headers).response()
+
+    @app.exception_handler(StoreError)
+    async def store_down(request: Request, exc: StoreError) -> JSONResponse:
+        log.error("store error on %s: %s", request.url.path, exc)
+        return ApiError(503, "store_unavailable", "the store is not available").response()
