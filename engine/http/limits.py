@@ -1,9 +1,13 @@
-"""An ASGI middleware refusing request bodies over a size limit with 413."""
+"""ASGI middlewares that refuse before any route runs: a body over its route's size limit
+(413), a request head over its bound (431), a decision beyond the in-flight cap (429).
+Each answers with the service's common error body (engine/http/errors.py)."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from typing import Any
+
+from engine.http.errors import error_json
 
 Scope = dict[str, Any]
 
@@ -12,20 +16,62 @@ class _TooLarge(Exception):
     pass
 
 
-class BodyLimit:
-    """Refuses a declared or streamed body larger than ``max_bytes`` (413, JSON detail)."""
+async def refuse(
+    send: Any, status: int, message: str, *, code: str | None = None, close: bool = False
+) -> None:
+    """Answer ``status`` with the common error body (and ``connection: close`` if asked)."""
+    body = error_json(status, message, code)
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    if close:
+        headers.append((b"connection", b"close"))
+    if status == 429:
+        headers.append((b"retry-after", b"1"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
-    def __init__(self, app: Any, *, max_bytes: int) -> None:
+
+def matches(path: str, prefixes: Sequence[str]) -> bool:
+    return any(path.startswith(prefix) for prefix in prefixes)
+
+
+class BodyLimit:
+    """Refuses a declared or streamed body larger than its route's limit (413).
+
+    Args:
+        app: the ASGI app.
+        max_bytes: the limit of every route but ``prefixes``.
+        prefixes: path prefixes (the decision routes) whose limit is ``prefix_max_bytes``.
+        prefix_max_bytes: their limit (default ``max_bytes``).
+    """
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        max_bytes: int,
+        prefixes: Sequence[str] = (),
+        prefix_max_bytes: int | None = None,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.prefixes = tuple(prefixes)
+        self.prefix_max_bytes = prefix_max_bytes or max_bytes
+
+    def limit(self, path: str) -> int:
+        return self.prefix_max_bytes if matches(path, self.prefixes) else self.max_bytes
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.limit(scope["path"])
+        message = f"request body larger than {limit} bytes"
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await self._refuse(send)
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            await refuse(send, 413, message)
             return
         seen = 0
         started = False
@@ -34,7 +80,7 @@ class BodyLimit:
             nonlocal seen
             message = await receive()
             seen += len(message.get("body", b""))
-            if seen > self.max_bytes:
+            if seen > limit:
                 raise _TooLarge
             return message
 
@@ -47,21 +93,35 @@ class BodyLimit:
             await self.app(scope, counted, tracked_send)
         except _TooLarge:
             if not started:
-                await self._refuse(send)
+                await refuse(send, 413, message)
 
-    async def _refuse(self, send: Any) -> None:
-        body = json.dumps({"detail": f"request body larger than {self.max_bytes} bytes"})
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body.encode()})
+
+class InFlightLimit:
+    """Answers 429 to a request on ``prefixes`` while ``max_in_flight`` of them are running.
+
+    Counted on the event loop (no lock needed): a request holds its place from its first
+    byte to its response's last, so a client reading slowly counts too.
+    """
+
+    def __init__(self, app: Any, *, max_in_flight: int, prefixes: Sequence[str]) -> None:
+        self.app = app
+        self.max_in_flight = max_in_flight
+        self.prefixes = tuple(prefixes)
+        self.in_flight = 0
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not matches(scope["path"], self.prefixes):
+            await self.app(scope, receive, send)
+            return
+        if self.in_flight >= self.max_in_flight:
+            message = f"{self.max_in_flight} decisions in flight (http.max_concurrency); retry"
+            await refuse(send, 429, message)
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
 
 
 class HeadLimit:
@@ -77,19 +137,8 @@ class HeadLimit:
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and head_size(scope) > self.max_bytes:
-            body = json.dumps({"detail": f"request head larger than {self.max_bytes} bytes"})
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 431,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"content-length", str(len(body)).encode()),
-                        (b"connection", b"close"),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body.encode()})
+            message = f"request head larger than {self.max_bytes} bytes"
+            await refuse(send, 431, message, close=True)
             return
         await self.app(scope, receive, send)
 

@@ -1,0 +1,351 @@
+"""The native decision routes: one point's decision, and a batch of them, for any host that
+speaks HTTP. Also what the OPA-compatible routes share with them: finding the agent and the
+point, running the engine off the event loop, and an outcome's ``changes``."""
+
+from __future__ import annotations
+
+import json
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from starlette.concurrency import run_in_threadpool
+
+from engine.errors import EngineError, EventError
+from engine.http.errors import ApiError, ErrorBody, event_error, responses
+from engine.outcome import DECISION_FIELDS, Outcome
+from engine.points import Point
+
+MAX_BATCH = 100
+"""Inputs in one batch request."""
+MAX_DEPTH = 64
+"""How deep a request's JSON may nest (objects and arrays): deeper is refused with 422
+before the engine sees it, so no part of it recurses that far."""
+ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,200}$"
+
+_decided = operator.attrgetter(*DECISION_FIELDS)
+POINTS = frozenset(p.value for p in Point)
+DECISION_ERRORS = responses(401, 403, 404, 413, 422, 429, 503)
+
+
+class Scope(BaseModel):
+    """Whose turn it is: memory and state fall back user, session, template, process."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    user_id: str | None = Field(default=None, max_length=200)
+    session_id: str | None = Field(default=None, max_length=200)
+    template: str | None = Field(default=None, max_length=200)
+    process: str | None = Field(default=None, max_length=200)
+
+
+class DecisionIn(BaseModel):
+    """A point's event, whose it is, and whether to explain the decision hook by hook."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    event: dict[str, Any] = Field(default_factory=dict)
+    """The point's event fields (docs/points.md), e.g. at tool_call ``{name, input}``."""
+    scope: Scope = Field(default_factory=Scope)
+    explain: StrictBool = False
+    """Also answer ``hooks``: each hook's run (name, kind, status, change, error, time)."""
+
+
+class BatchItem(BaseModel):
+    """One input of a batch."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event: dict[str, Any] = Field(default_factory=dict)
+    scope: Scope = Field(default_factory=Scope)
+
+
+class BatchIn(BaseModel):
+    """Up to 100 inputs by caller-chosen ids, decided at one point of one agent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: dict[Annotated[str, Field(pattern=ID_PATTERN)], BatchItem] = Field(max_length=MAX_BATCH)
+
+
+class DecisionOut(BaseModel):
+    """A decision. A block is a 200 too: ``blocked`` with ``reason``."""
+
+    decision_id: str
+    """The record id (correlates with ``hookengine records``)."""
+    blocked: bool
+    reason: str | None
+    changes: dict[str, Any]
+    """The decided fields that differ from the event: ``input`` (tool_call), ``result``
+    (tool_result), ``answer``, ``question``, ``messages``, ``notices``, ..."""
+    unsupported: list[dict[str, Any]]
+    """Changes the host cannot apply: ``{hook, field, host, message}``."""
+    generation: int
+    """The agent's reload generation that decided."""
+    duration_us: int
+    """The engine's time for this decision, in microseconds."""
+    hooks: list[dict[str, Any]] | None = None
+    """With ``explain``: each hook's run."""
+
+
+class BatchOut(BaseModel):
+    """Per input id: its decision, or the error body saying why there is none."""
+
+    responses: dict[str, DecisionOut | ErrorBody]
+
+
+class Ready(BaseModel):
+    """The agents loaded, each with its reload generation."""
+
+    status: str
+    agents: dict[str, int]
+
+
+def find_agent(engine: Any, name: str) -> Any:
+    """The loaded agent ``name``; 503 while none is loaded, 404 for an unknown one."""
+    if not engine.agents:
+        raise ApiError(503, "not_ready", "no agent is loaded yet")
+    try:
+        return engine.agent(name)
+    except EngineError:
+        known = ", ".join(engine.agents)
+        message = f"no agent {name!r} (loaded: {known})"
+        raise ApiError(
+            404, "not_found", message, [{"loc": ["path", "agent"], "msg": message}]
+        ) from None
+
+
+def check_point(name: str) -> str:
+    """``name`` if it is a point; else 404 naming the points there are."""
+    if name not in POINTS:
+        message = f"no point {name!r}; one of {', '.join(sorted(POINTS))}"
+        raise ApiError(404, "not_found", message, [{"loc": ["path", "point"], "msg": message}])
+    return name
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _Duplicate(f"key {twice!r} appears twice in one object")
+    return data
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text[:40]} is too large")
+    return value
+
+
+def depth(data: Any) -> int:
+    """How deep ``data`` nests (a scalar is 0), found without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, level)
+            stack.extend((item, level + 1) for item in value if isinstance(item, dict | list))
+    return deepest
+
+
+async def strict_json(request: Request) -> None:
+    """Refuse (422) a body the lenient parser would take but a policy must not: a key twice
+    in one object (which one wins differs between parsers), NaN or Infinity, a number too
+    large for a float, nesting deeper than ``MAX_DEPTH``."""
+    body = await request.body()
+    try:
+        data = json.loads(
+            body, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float
+        )
+    except json.JSONDecodeError:
+        return  # not JSON at all: the body's own validation says so
+    except (ValueError, RecursionError) as exc:
+        message = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
+        raise ApiError(422, "invalid_input", message, [{"loc": ["body"], "msg": message}]) from exc
+    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and depth(data) > MAX_DEPTH:
+        message = f"nested deeper than {MAX_DEPTH} levels"
+        raise ApiError(422, "invalid_input", message, [{"loc": ["body"], "msg": message}])
+
+
+def changes(outcome: Outcome, event: Mapping[str, Any]) -> dict[str, Any]:
+    """The decided fields that differ from "no change". A field the point does not produce
+    is None; one the event has counts when the outcome's value differs from it (a tools list
+    narrowed to none included); any other counts when it is not empty."""
+    found = {}
+    for name, value in zip(DECISION_FIELDS, _decided(outcome), strict=True):
+        if value is None or name in ("blocked", "reason"):
+            continue
+        if name in event:
+            if value != event[name]:
+                found[name] = value
+        elif value != [] and value != {}:
+            found[name] = value
+    return found
+
+
+def decision(outcome: Outcome, event: Mapping[str, Any], *, explain: bool = False) -> dict:
+    """The native answer for an outcome (``DecisionOut`` as JSON data)."""
+    data = {
+        "decision_id": outcome.id,
+        "blocked": outcome.blocked,
+        "reason": outcome.reason,
+        "changes": changes(outcome, event),
+        "unsupported": outcome.unsupported,
+        "generation": outcome.generation,
+        "duration_us": round(outcome.duration_ms * 1000),
+    }
+    if explain:
+        data["hooks"] = [run.to_dict() for run in outcome.hooks]
+    return data
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where an input's event and scope sit in the request, for error paths."""
+
+    event: list[str | int]
+    scope: list[str | int]
+
+
+def evaluate(
+    agent: Any,
+    point: str,
+    event: Mapping[str, Any],
+    scope: Mapping[str, Any],
+    *,
+    host: str | None,
+    at: Place,
+) -> Outcome:
+    """``agent.evaluate``, its EventError turned into a 422 naming the request's paths."""
+    try:
+        return agent.evaluate(point, event, host=host, **scope)
+    except EventError as exc:
+        raise relocate(exc, at) from exc
+
+
+def relocate(exc: EventError, at: Place) -> ApiError:
+    """The engine's error paths as the request's: ``["input"]`` -> ``[*at.event, "input"]``,
+    ``["scope", "user_id"]`` -> ``[*at.scope, "user_id"]``, ``["host"]`` -> the query's."""
+    fixed = []
+    for error in exc.errors:
+        where = list(error["loc"])
+        if where[:1] == ["scope"]:
+            where = [*at.scope, *where[1:]]
+        elif where[:1] == ["host"]:
+            where = ["query", *where]
+        else:
+            where = [*at.event, *where]
+        fixed.append({"loc": where, "msg": error["msg"]})
+    return event_error(EventError(fixed))
+
+
+def decide_batch(
+    agent: Any,
+    point: str,
+    items: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any]]],
+    *,
+    host: str | None,
+    at: Callable[[str], Place],
+) -> dict[str, Outcome | ApiError]:
+    """Each input's outcome, or its 422 (one bad input does not stop the others)."""
+    done: dict[str, Outcome | ApiError] = {}
+    for key, (event, scope) in items.items():
+        try:
+            done[key] = evaluate(agent, point, event, scope, host=host, at=at(key))
+        except ApiError as exc:
+            done[key] = exc
+    return done
+
+
+HostQuery = Annotated[
+    str | None,
+    Query(
+        pattern=r"^[a-z-]{1,40}$",
+        description="the host that applies the decision (docs/hosts.md): a change it cannot "
+        "apply is listed in ``unsupported``; at tool_call it blocks",
+    ),
+]
+AgentPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.-]{1,100}$", description="an agent")]
+PointPath = Annotated[str, Path(pattern=r"^[a-z_]{1,40}$", description="a point")]
+
+
+def router(engine: Any, authorize: Callable[..., Any]) -> APIRouter:
+    """``POST /v1/agents/{agent}/points/{point}`` and its batch form, behind ``authorize``."""
+    api = APIRouter(dependencies=[Depends(authorize), Depends(strict_json)], tags=["decide"])
+
+    @api.post(
+        "/v1/agents/{agent}/points/{point}",
+        response_model=DecisionOut,
+        response_model_exclude_none=True,
+        responses=DECISION_ERRORS,
+    )
+    async def decide(
+        agent: AgentPath, point: PointPath, body: DecisionIn, host: HostQuery = None
+    ) -> JSONResponse:
+        """Decide one point: blocks are 200s too (``blocked``, ``reason``)."""
+        found, name = find_agent(engine, agent), check_point(point)
+        scope = body.scope.model_dump(exclude_none=True)
+        at = Place(["body", "event"], ["body", "scope"])
+        outcome = await run_in_threadpool(
+            evaluate, found, name, body.event, scope, host=host, at=at
+        )
+        return JSONResponse(decision(outcome, body.event, explain=body.explain))
+
+    @api.post(
+        "/v1/batch/agents/{agent}/points/{point}",
+        response_model=BatchOut,
+        responses=DECISION_ERRORS,
+    )
+    async def decide_many(
+        agent: AgentPath, point: PointPath, body: BatchIn, host: HostQuery = None
+    ) -> JSONResponse:
+        """Decide up to 100 inputs at one point; each answers as the single route would."""
+        found, name = find_agent(engine, agent), check_point(point)
+        items = {
+            key: (item.event, item.scope.model_dump(exclude_none=True))
+            for key, item in body.inputs.items()
+        }
+        done = await run_in_threadpool(decide_batch, found, name, items, host=host, at=batch_place)
+        answers = {
+            key: result.body() if isinstance(result, ApiError) else decision(result, items[key][0])
+            for key, result in done.items()
+        }
+        return JSONResponse({"responses": answers})
+
+    return api
+
+
+def batch_place(key: str) -> Place:
+    return Place(["body", "inputs", key, "event"], ["body", "inputs", key, "scope"])
+
+
+def ready_router(engine: Any) -> APIRouter:
+    """``GET /v1/ready``: 200 with the agents and their generations once loaded, else 503."""
+    api = APIRouter(tags=["health"])
+
+    @api.get("/v1/ready", response_model=Ready, responses=responses(503))
+    def ready() -> Ready:
+        """Whether decisions can be asked for: the agents loaded, with their generations."""
+        names = engine.agents
+        if not names:
+            raise ApiError(503, "not_ready", "no agent is loaded yet")
+        generations = {name: engine.agent(name).pipeline.generation for name in names}
+        return Ready(status="ready", agents=generations)
+
+    return api
