@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -108,7 +108,7 @@ def given_token(creds: HTTPAuthorizationCredentials | None, key: str | None) -> 
     return key or None
 
 
-def require(scope: str) -> Callable[..., Token | None]:
+def require(scope: str) -> Callable[..., Awaitable[Token | None]]:
     """A FastAPI dependency admitting callers whose token has ``scope`` (``decide``, ``admin``).
 
     It reads the app's ``Auth`` from ``request.app.state.auth`` and raises ``ApiError``
@@ -117,7 +117,7 @@ def require(scope: str) -> Callable[..., Token | None]:
     if scope not in SCOPES:
         raise ValueError(f"unknown scope {scope!r}; one of {', '.join(SCOPES)}")
 
-    def authorize(
+    async def authorize(  # async: a check of microseconds needs no thread hop
         request: Request,
         creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
         key: Annotated[str | None, Depends(api_key)],

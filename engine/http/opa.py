@@ -91,6 +91,11 @@ def batch_place(key: str) -> Place:
     return Place(["body", "inputs", key], ["body", "inputs", key, "scope"])
 
 
+BATCH_MIXED: dict[int | str, dict[str, Any]] = {
+    207: {"model": OpaBatchOut, "description": "some inputs failed"}
+}
+
+
 def split_input(data: Mapping[str, Any], at: Place) -> tuple[dict, dict]:
     """The event and the scope of an OPA input (422 for a malformed ``scope``)."""
     event = dict(data)
@@ -146,8 +151,7 @@ def router(engine: Any, authorize: Callable[..., Any]) -> APIRouter:
     @api.post(
         "/v1/batch/data/hookengine/{agent}/{point}",
         response_model=OpaBatchOut,
-        responses={207: {"model": OpaBatchOut, "description": "some inputs failed"}}
-        | DECISION_ERRORS,
+        responses={**BATCH_MIXED, **DECISION_ERRORS},
     )
     async def batch(agent: AgentPath, point: PointPath, body: OpaBatchIn) -> JSONResponse:
         """Decide up to 100 inputs (EOPA's batch API): 200, or 207 if some failed."""

@@ -1,0 +1,191 @@
+"""HTTP decisions on loopback against the in-process call: ``tool_call`` with the demo guards,
+4 clients, the engine run in a threadpool (``evaluate``) or on the event loop (``aevaluate``);
+and a batch of 50 against 50 single requests.
+
+The server runs in its own process (``--serve``), so the clients do not share its GIL. Bounded:
+``--requests`` per client per contender (default 500).
+
+    python bench/bench_http.py [--requests N] [--clients 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import BENIGN, EVENTS, ROOT, pct
+
+TOKEN = "bench-decide-token"
+ENGINE_YAML = """process: bench
+db_path: data/bench.db
+records: {enabled: true}
+scripts: {timeout_ms: 200, memory_mb: 32, workers: 2}
+hooks: [house_rules]
+http:
+  max_concurrency: 256
+  tokens: [{name: bench, env: BENCH_DECIDE, scopes: [decide]}]
+"""
+
+
+def serve(mode: str, port: int, config: str, db: str) -> None:
+    """The server role: the demo config, decisions in a threadpool or on the loop."""
+    from engine.http import decisions
+    from engine.http.server import build_server
+    from engine.runtime import Engine
+
+    if mode == "loop":
+
+        async def on_loop(fn: Any, agent: Any, point: str, *args: Any, **kw: Any) -> Any:
+            if fn is decisions.evaluate:
+                event, scope = args
+                return await agent.aevaluate(point, event, host=kw["host"], **scope)
+            return fn(agent, point, *args, **kw)
+
+        decisions.run_in_threadpool = on_loop  # type: ignore[assignment]
+    with Engine.load(config, db=db) as engine:
+        build_server(engine, "127.0.0.1", port, log_level="warning").run()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start(mode: str, config: Path, db: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {**os.environ, "BENCH_DECIDE": TOKEN, "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, __file__, "--serve", mode, str(port), str(config), str(db)]
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/v1/ready", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("the server did not become ready")
+
+
+def bodies() -> list[dict[str, Any]]:
+    return [{"event": {"name": n, "input": i}} for n, i, _ in EVENTS + BENIGN]
+
+
+def clients(base: str, url: str, payloads: list[Any], *, n: int, each: int) -> list[float]:
+    """``n`` keep-alive clients, ``each`` requests apiece; every latency in seconds."""
+    times: list[float] = []
+    lock = threading.Lock()
+
+    def run() -> None:
+        mine = []
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        with httpx.Client(base_url=base, headers=headers, timeout=30) as c:
+            for k in range(each + 20):
+                start = time.perf_counter()
+                response = c.post(url, json=payloads[k % len(payloads)])
+                elapsed = time.perf_counter() - start
+                assert response.status_code == 200, response.text
+                if k >= 20:  # warm-up
+                    mine.append(elapsed)
+        with lock:
+            times.extend(mine)
+
+    threads = [threading.Thread(target=run) for _ in range(n)]
+    began = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - began
+    times.append(wall)  # the last item: the wall time of the whole run
+    return times
+
+
+def row(name: str, times: list[float], decisions: int) -> float:
+    wall, lat = times[-1], times[:-1]
+    rate = decisions / wall
+    print(
+        f"  {name:<34} p50 {pct(lat, 0.5) * 1e3:6.2f} ms  p99 {pct(lat, 0.99) * 1e3:6.2f} ms"
+        f"  {rate:8.0f} decisions/s"
+    )
+    return rate
+
+
+def in_process(config: Path, db: Path, runs: int) -> list[float]:
+    from engine.runtime import Engine
+
+    with Engine.load(config, db=str(db)) as engine:
+        agent = engine.agent("demo")
+        events = bodies()
+        times = []
+        for k in range(runs + 50):
+            start = time.perf_counter()
+            agent.evaluate("tool_call", events[k % len(events)]["event"])
+            if k >= 50:
+                times.append(time.perf_counter() - start)
+    return times
+
+
+URL = "/v1/agents/demo/points/tool_call"
+BATCH_URL = "/v1/batch/agents/demo/points/tool_call"
+
+
+def contend(mode: str, config: Path, db: Path, *, n: int, each: int, local: float) -> None:
+    """One server in ``mode``: single requests, then batches of 50."""
+    proc, base = start(mode, config, db)
+    try:
+        single = clients(base, URL, bodies(), n=n, each=each)
+        rate = row(f"HTTP single ({mode})", single, n * each)
+        print(f"  {'':<34} p50 / in-process p50: {pct(single[:-1], 0.5) / local:.1f}x")
+        events = bodies() * 9
+        batch = {"inputs": {f"i{k}": events[k] for k in range(50)}}
+        rounds = max(each // 25, 10)
+        batched = clients(base, BATCH_URL, [batch], n=n, each=rounds)
+        batch_rate = row(f"HTTP batch of 50 ({mode})", batched, n * rounds * 50)
+        print(f"  {'':<34} batch / single throughput: {batch_rate / rate:.1f}x")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=500, help="per client per contender")
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=1, help="repeat thread, loop in turn")
+    parser.add_argument("--serve", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        mode, port, config, db = args.serve
+        serve(mode, int(port), config, db)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "config"
+        shutil.copytree(ROOT / "config", config)
+        (config / "engine.yaml").write_text(ENGINE_YAML)
+        local = pct(in_process(config, Path(tmp) / "local.db", args.requests), 0.5)
+        print(f"tool_call, demo guards, {args.clients} clients, {args.requests} requests each")
+        print(f"  {'in-process evaluate':<34} p50 {local * 1e3:6.2f} ms")
+        for r in range(args.rounds):
+            for mode in ("thread", "loop"):
+                db = Path(tmp) / f"{mode}{r}.db"
+                contend(mode, config, db, n=args.clients, each=args.requests, local=local)
+
+
+if __name__ == "__main__":
+    main()
