@@ -91,6 +91,13 @@ class HealthOut(BaseModel):
     agents: list[str]
 
 
+class ReadyOut(BaseModel):
+    """The agents loaded, each with its reload generation."""
+
+    status: str
+    agents: dict[str, int]
+
+
 ADMIN_ERRORS = responses(401, 403, 404, 413, 422, 431, 503)
 
 DECISION_PREFIXES = (
@@ -189,7 +196,6 @@ def create_app(
     decide = require("decide")
     for make in routers:
         app.include_router(make(engine, decide))
-    app.include_router(decisions.ready_router(engine))
     app.include_router(admin_router(engine))
     return app
 
@@ -211,7 +217,7 @@ def install_admin_handlers(app: FastAPI) -> None:
 
 
 def admin_router(engine: Any) -> APIRouter:
-    """Health (open), status and memory (``admin`` tokens)."""
+    """Health and readiness (open), status and memory (``admin`` tokens)."""
     api = APIRouter(tags=["admin"])
     admin = [Depends(require("admin"))]
 
@@ -219,6 +225,16 @@ def admin_router(engine: Any) -> APIRouter:
     def health() -> HealthOut:
         """Whether the service is up, and the agents it serves."""
         return HealthOut(status="ok", agents=list(engine.agents))
+
+    @api.get("/v1/ready", response_model=ReadyOut, responses=responses(503))
+    def ready() -> ReadyOut:
+        """Whether decisions can be asked for (200 with each agent's reload generation), or
+        503 until agents are loaded."""
+        names = engine.agents
+        if not names:
+            raise ApiError(503, "not_ready", "no agent is loaded yet")
+        generations = {name: engine.agent(name).pipeline.generation for name in names}
+        return ReadyOut(status="ready", agents=generations)
 
     @api.get("/v1/status", responses=ADMIN_ERRORS, dependencies=admin)
     def status() -> dict[str, Any]:

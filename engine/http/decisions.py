@@ -1,30 +1,28 @@
 """The native decision routes: one point's decision, and a batch of them, for any host that
 speaks HTTP. Also what the OPA-compatible routes share with them: finding the agent and the
-point, running the engine off the event loop, and an outcome's ``changes``."""
+point, turning the engine's EventError into the request's paths, and an outcome's
+``changes``."""
 
 from __future__ import annotations
 
-import json
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.concurrency import run_in_threadpool
 
 from engine.errors import EngineError, EventError
 from engine.http.errors import ApiError, ErrorBody, event_error, responses
+from engine.http.strict import strict_json
 from engine.outcome import DECISION_FIELDS, Outcome
 from engine.points import Point
 
 MAX_BATCH = 100
 """Inputs in one batch request."""
-MAX_DEPTH = 64
-"""How deep a request's JSON may nest (objects and arrays): deeper is refused with 422
-before the engine sees it, so no part of it recurses that far."""
 ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,200}$"
 
 _decided = operator.attrgetter(*DECISION_FIELDS)
@@ -98,13 +96,6 @@ class BatchOut(BaseModel):
     responses: dict[str, DecisionOut | ErrorBody]
 
 
-class Ready(BaseModel):
-    """The agents loaded, each with its reload generation."""
-
-    status: str
-    agents: dict[str, int]
-
-
 def find_agent(engine: Any, name: str) -> Any:
     """The loaded agent ``name``; 503 while none is loaded, 404 for an unknown one."""
     if not engine.agents:
@@ -125,62 +116,6 @@ def check_point(name: str) -> str:
         message = f"no point {name!r}; one of {', '.join(sorted(POINTS))}"
         raise ApiError(404, "not_found", message, [{"loc": ["path", "point"], "msg": message}])
     return name
-
-
-class _Duplicate(ValueError):
-    pass
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    data = dict(pairs)
-    if len(data) != len(pairs):
-        seen: set[str] = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise _Duplicate(f"key {twice!r} appears twice in one object")
-    return data
-
-
-def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _float(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError(f"number {text[:40]} is too large")
-    return value
-
-
-def depth(data: Any) -> int:
-    """How deep ``data`` nests (a scalar is 0), found without recursion."""
-    deepest, stack = 0, [(data, 1)]
-    while stack:
-        value, level = stack.pop()
-        if isinstance(value, dict):
-            value = list(value.values())
-        if isinstance(value, list):
-            deepest = max(deepest, level)
-            stack.extend((item, level + 1) for item in value if isinstance(item, dict | list))
-    return deepest
-
-
-async def strict_json(request: Request) -> None:
-    """Refuse (422) a body the lenient parser would take but a policy must not: a key twice
-    in one object (which one wins differs between parsers), NaN or Infinity, a number too
-    large for a float, nesting deeper than ``MAX_DEPTH``."""
-    body = await request.body()
-    try:
-        data = json.loads(
-            body, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float
-        )
-    except json.JSONDecodeError:
-        return  # not JSON at all: the body's own validation says so
-    except (ValueError, RecursionError) as exc:
-        message = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
-        raise ApiError(422, "invalid_input", message, [{"loc": ["body"], "msg": message}]) from exc
-    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and depth(data) > MAX_DEPTH:
-        message = f"nested deeper than {MAX_DEPTH} levels"
-        raise ApiError(422, "invalid_input", message, [{"loc": ["body"], "msg": message}])
 
 
 def changes(outcome: Outcome, event: Mapping[str, Any]) -> dict[str, Any]:
@@ -333,19 +268,3 @@ def router(engine: Any, authorize: Callable[..., Any]) -> APIRouter:
 
 def batch_place(key: str) -> Place:
     return Place(["body", "inputs", key, "event"], ["body", "inputs", key, "scope"])
-
-
-def ready_router(engine: Any) -> APIRouter:
-    """``GET /v1/ready``: 200 with the agents and their generations once loaded, else 503."""
-    api = APIRouter(tags=["health"])
-
-    @api.get("/v1/ready", response_model=Ready, responses=responses(503))
-    def ready() -> Ready:
-        """Whether decisions can be asked for: the agents loaded, with their generations."""
-        names = engine.agents
-        if not names:
-            raise ApiError(503, "not_ready", "no agent is loaded yet")
-        generations = {name: engine.agent(name).pipeline.generation for name in names}
-        return Ready(status="ready", agents=generations)
-
-    return api
