@@ -86,33 +86,41 @@ def bodies() -> list[dict[str, Any]]:
     return [{"event": {"name": n, "input": i}} for n, i, _ in EVENTS + BENIGN]
 
 
+WARMUP = 5
+"""Requests each client sends before the timed run (all clients warm up, then start at once)."""
+
+
 def clients(base: str, url: str, payloads: list[Any], *, n: int, each: int) -> list[float]:
-    """``n`` keep-alive clients, ``each`` requests apiece; every latency in seconds."""
+    """``n`` keep-alive clients, ``each`` timed requests apiece after ``WARMUP``; every
+    latency in seconds, then the wall time of the timed run as the last item."""
     times: list[float] = []
     lock = threading.Lock()
+    ready = threading.Barrier(n + 1)
+
+    def post(c: httpx.Client, k: int) -> float:
+        start = time.perf_counter()
+        response = c.post(url, json=payloads[k % len(payloads)])
+        assert response.status_code == 200, response.text
+        return time.perf_counter() - start
 
     def run() -> None:
-        mine = []
         headers = {"Authorization": f"Bearer {TOKEN}"}
         with httpx.Client(base_url=base, headers=headers, timeout=30) as c:
-            for k in range(each + 20):
-                start = time.perf_counter()
-                response = c.post(url, json=payloads[k % len(payloads)])
-                elapsed = time.perf_counter() - start
-                assert response.status_code == 200, response.text
-                if k >= 20:  # warm-up
-                    mine.append(elapsed)
+            for k in range(WARMUP):
+                post(c, k)
+            ready.wait()
+            mine = [post(c, k) for k in range(each)]
         with lock:
             times.extend(mine)
 
     threads = [threading.Thread(target=run) for _ in range(n)]
-    began = time.perf_counter()
     for t in threads:
         t.start()
+    ready.wait()
+    began = time.perf_counter()
     for t in threads:
         t.join()
-    wall = time.perf_counter() - began
-    times.append(wall)  # the last item: the wall time of the whole run
+    times.append(time.perf_counter() - began)
     return times
 
 
@@ -154,7 +162,7 @@ def contend(mode: str, config: Path, db: Path, *, n: int, each: int, local: floa
         print(f"  {'':<34} p50 / in-process p50: {pct(single[:-1], 0.5) / local:.1f}x")
         events = bodies() * 9
         batch = {"inputs": {f"i{k}": events[k] for k in range(50)}}
-        rounds = max(each // 25, 10)
+        rounds = max(each // 25, 4)
         batched = clients(base, BATCH_URL, [batch], n=n, each=rounds)
         batch_rate = row(f"HTTP batch of 50 ({mode})", batched, n * rounds * 50)
         print(f"  {'':<34} batch / single throughput: {batch_rate / rate:.1f}x")
