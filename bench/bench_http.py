@@ -11,6 +11,7 @@ The server runs in its own process (``--serve``), so the clients do not share it
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import shutil
 import socket
@@ -134,6 +135,37 @@ def row(name: str, times: list[float], decisions: int) -> float:
     return rate
 
 
+def batch_in_process(config: Path, db: Path) -> None:
+    """50 decisions in process: in order, over 4 threads, gathered with ``aevaluate``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from engine.runtime import Engine
+
+    events = [b["event"] for b in bodies() * 9][:50]
+    with Engine.load(config, db=str(db)) as engine, ThreadPoolExecutor(4) as pool:
+        agent = engine.agent("demo")
+
+        def in_order() -> None:
+            for event in events:
+                agent.evaluate("tool_call", event)
+
+        def threads() -> None:
+            list(pool.map(lambda event: agent.evaluate("tool_call", event), events))
+
+        async def gather() -> None:
+            await asyncio.gather(*(agent.aevaluate("tool_call", e) for e in events))
+
+        ways = {"in order": in_order, "4 threads": threads}
+        ways["gathered (aevaluate)"] = lambda: asyncio.run(gather())
+        for run in ways.values():
+            run()  # warm
+        for name, run in ways.items():
+            start = time.perf_counter()
+            for _ in range(5):
+                run()
+            print(f"  50 in process, {name:<22} {(time.perf_counter() - start) / 5 * 1e3:6.1f} ms")
+
+
 def in_process(config: Path, db: Path, runs: int) -> list[float]:
     from engine.runtime import Engine
 
@@ -189,6 +221,7 @@ def main() -> None:
         local = pct(in_process(config, Path(tmp) / "local.db", args.requests), 0.5)
         print(f"tool_call, demo guards, {args.clients} clients, {args.requests} requests each")
         print(f"  {'in-process evaluate':<34} p50 {local * 1e3:6.2f} ms")
+        batch_in_process(config, Path(tmp) / "batch.db")
         for r in range(args.rounds):
             for mode in ("thread", "loop"):
                 db = Path(tmp) / f"{mode}{r}.db"
