@@ -227,7 +227,6 @@ def router(engine: Any, authorize: Callable[..., Any]) -> APIRouter:
     @api.post(
         "/v1/agents/{agent}/points/{point}",
         response_model=DecisionOut,
-        response_model_exclude_none=True,
         responses=DECISION_ERRORS,
     )
     async def decide(

@@ -17,7 +17,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from engine.http.app import create_app
-from engine.http.auth import Auth, Token, digest
 from engine.runtime import Engine
 from tests.conftest import write
 from tests.http.test_http import run_server
@@ -257,16 +256,50 @@ def test_tokens_never_reach_records(client: httpx.Client, engine: Engine) -> Non
     assert not any(token in stored for token in TOKENS.values())
 
 
-def test_every_token_is_compared_and_the_legacy_admin_token_is_admin_only() -> None:
-    auth = Auth(
-        (
-            Token("one", digest("aaaa"), frozenset({"decide"})),
-            Token("two", digest("bbbb"), frozenset({"admin"})),
-        )
+def test_tokens_never_reach_the_logs(engine: Engine, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("DEBUG")
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in TOKENS.items():
+            mp.setenv(name, value)
+        with TestClient(create_app(engine)) as c:
+            for token in (DECIDE, ADMIN, "a-wrong-token-7"):
+                for headers in ({"Authorization": f"Bearer {token}"}, {"x-api-key": token}):
+                    c.post(TOOL, json=shell("ls"), headers=headers)
+                    c.get("/v1/status", headers=headers)
+    assert caplog.records  # the app and the engine did log
+    assert not any(t in caplog.text for t in (*TOKENS.values(), "a-wrong-token-7"))
+
+
+def test_the_legacy_admin_token_is_admin_only_and_tokens_match_exactly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.config.models import HttpSettings, TokenSpec
+    from engine.http.auth import load_auth
+    from engine.http.errors import ApiError
+
+    monkeypatch.setenv("LEGACY_ADMIN", "legacy-secret")
+    monkeypatch.setenv("T_DECIDE", DECIDE)
+    monkeypatch.delenv("T_UNSET", raising=False)
+    http = HttpSettings(
+        token_env="LEGACY_ADMIN",
+        tokens=[
+            TokenSpec(name="sidecar", env="T_DECIDE", scopes=["decide"]),
+            TokenSpec(name="gone", env="T_UNSET", scopes=["decide", "admin"]),
+        ],
     )
-    assert auth.match("bbbb") is not None and auth.match("bbbb").name == "two"  # type: ignore[union-attr]
-    assert auth.match("aaa") is None and auth.match("") is None
-    assert auth.match("aaaa\x00") is None
+    auth = load_auth(http)
+    assert [t.name for t in auth.tokens] == ["admin", "sidecar"]  # an unset variable: no token
+    assert auth.check("admin", "legacy-secret") is not None
+    with pytest.raises(ApiError) as refused:
+        auth.check("decide", "legacy-secret")
+    assert refused.value.status == 403
+    for near in ("", DECIDE[:-1], DECIDE + "x", DECIDE.upper(), f" {DECIDE}", f"{DECIDE}\x00"):
+        assert auth.match(near) is None, near
+    assert auth.match(DECIDE) is not None and auth.match(DECIDE).name == "sidecar"  # type: ignore[union-attr]
+    assert load_auth(http, no_auth=True).check("decide", None) is None
+    with pytest.raises(ApiError) as closed:
+        load_auth(HttpSettings(token_env="NOPE_UNSET")).check("admin", "x")
+    assert closed.value.status == 503 and closed.value.code == "auth_not_configured"
 
 
 # --- 404, 413, 422, 429, 503 --------------------------------------------------------------
