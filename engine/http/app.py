@@ -16,7 +16,13 @@ from starlette.routing import BaseRoute, Match, Route
 
 from engine.http import decisions, opa
 from engine.http.auth import load_auth, require
-from engine.http.errors import ApiError, install_error_handlers, responses, summarize
+from engine.http.errors import (
+    ApiError,
+    install_error_handlers,
+    invalid_input,
+    responses,
+    summarize,
+)
 from engine.http.limits import BodyLimit, HeadLimit, InFlightLimit
 from engine.store import Store
 
@@ -153,13 +159,14 @@ def allowed_methods(routes: list[BaseRoute], request: Request) -> list[str]:
     return sorted(methods)
 
 
-def scope_hints(exc: RequestValidationError) -> ApiError:
-    """A 422 naming each field; a malformed scope key says what a scope must be."""
-    errors = [
-        {"loc": list(e["loc"]), "msg": SCOPE_HINT if e["loc"] == ("path", "scope") else e["msg"]}
-        for e in exc.errors()
-    ]
-    return ApiError(422, "invalid_input", summarize(errors), errors)
+def scope_hints(exc: RequestValidationError, request: Request) -> ApiError:
+    """A 422 naming each field (or 415, see ``invalid_input``); a malformed scope key says
+    what a scope must be."""
+    error = invalid_input(exc, request)
+    for item in error.errors:
+        if item["loc"] == ["path", "scope"]:
+            item["msg"] = SCOPE_HINT
+    return ApiError(error.status, error.code, summarize(error.errors), error.errors)
 
 
 def create_app(
@@ -205,7 +212,7 @@ def install_admin_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def malformed(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return scope_hints(exc).response()
+        return scope_hints(exc, request).response()
 
     @app.exception_handler(405)
     async def not_allowed(request: Request, exc: Exception) -> Response:

@@ -347,6 +347,17 @@ def test_bad_input_is_422_naming_the_field(
     assert ".".join(loc) in response.json()["message"]
 
 
+@pytest.mark.parametrize("kind", [None, "text/plain", "application/x-www-form-urlencoded"])
+def test_a_body_not_sent_as_json_is_415_saying_so(client: httpx.Client, kind: str | None) -> None:
+    headers = {"Content-Type": kind} if kind else {}
+    response = client.post(TOOL, content=json.dumps(shell("ls")).encode(), headers=headers)
+    assert response.status_code == 415 and is_error(response.json(), "unsupported_media_type")
+    assert response.json()["errors"][0]["loc"] == ["header", "content-type"]
+    assert "Content-Type: application/json" in response.json()["message"]
+    as_json = {"Content-Type": "application/vnd.hookengine+json; charset=utf-8"}
+    assert client.post(TOOL, content=json.dumps(shell("ls")), headers=as_json).status_code == 200
+
+
 def test_the_body_limit_is_per_route(client: httpx.Client) -> None:
     padded = shell("ls " + "x" * 4000)  # over max_body_bytes (1024), under the decision limit
     assert client.post(TOOL, json=padded).status_code == 200
