@@ -23,7 +23,7 @@ from engine.http.errors import (
     responses,
     summarize,
 )
-from engine.http.limits import BodyLimit, HeadLimit, InFlightLimit
+from engine.http.limits import BodyLimit, HeadLimit, InFlightLimit, TokenGate
 from engine.store import Store
 
 log = logging.getLogger("engine.http")
@@ -197,6 +197,7 @@ def create_app(
     app.add_middleware(
         InFlightLimit, max_in_flight=http.max_concurrency, prefixes=DECISION_PREFIXES
     )
+    app.add_middleware(TokenGate, auth=app.state.auth, scope="decide", prefixes=DECISION_PREFIXES)
     app.add_middleware(HeadLimit, max_bytes=http.max_header_bytes)
     install_error_handlers(app)
     install_admin_handlers(app)

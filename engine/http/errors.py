@@ -104,7 +104,8 @@ class ApiError(Exception):
 
 def error_json(status: int, message: str, code: str | None = None) -> bytes:
     """The error body as bytes, for the ASGI middlewares that answer before FastAPI."""
-    return json.dumps(ApiError(status, code, message).body()).encode()
+    body = ApiError(status, code, message).body()
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:

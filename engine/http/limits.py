@@ -1,13 +1,16 @@
 """ASGI middlewares that refuse before any route runs: a body over its route's size limit
-(413), a request head over its bound (431), a decision beyond the in-flight cap (429).
+(413), a request head over its bound (431), a decision beyond the in-flight cap (429), a
+decision without a decide token (401, 403; before its body is read).
 Each answers with the service's common error body (engine/http/errors.py)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
-from engine.http.errors import error_json
+from engine.http.auth import Auth, token_of
+from engine.http.errors import ApiError
 
 Scope = dict[str, Any]
 
@@ -20,16 +23,21 @@ async def refuse(
     send: Any, status: int, message: str, *, code: str | None = None, close: bool = False
 ) -> None:
     """Answer ``status`` with the common error body (and ``connection: close`` if asked)."""
-    body = error_json(status, message, code)
+    headers = {"retry-after": "1"} if status == 429 else {}
+    await send_error(send, ApiError(status, code, message, headers=headers), close=close)
+
+
+async def send_error(send: Any, error: ApiError, *, close: bool = False) -> None:
+    """Answer ``error`` as the common error body, from an ASGI middleware."""
+    body = json.dumps(error.body(), ensure_ascii=False, separators=(",", ":")).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
+        *((name.encode(), value.encode()) for name, value in error.headers.items()),
     ]
     if close:
         headers.append((b"connection", b"close"))
-    if status == 429:
-        headers.append((b"retry-after", b"1"))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -99,8 +107,9 @@ class BodyLimit:
 class InFlightLimit:
     """Answers 429 to a request on ``prefixes`` while ``max_in_flight`` of them are running.
 
-    Counted on the event loop (no lock needed): a request holds its place from its first
-    byte to its response's last, so a client reading slowly counts too.
+    Counted on the event loop (no lock needed): a request holds its place from the end of
+    its head (once ``TokenGate`` let it through) to its response's last byte, so a client
+    sending its body slowly counts too.
     """
 
     def __init__(self, app: Any, *, max_in_flight: int, prefixes: Sequence[str]) -> None:
@@ -147,3 +156,31 @@ def head_size(scope: Scope) -> int:
     """About the bytes of the request line and headers as they came on the wire."""
     line = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"") + 20
     return line + sum(len(name) + len(value) + 4 for name, value in scope.get("headers") or [])
+
+
+class TokenGate:
+    """Refuses a request on ``prefixes`` whose token may not ``scope`` (401, 403, 503) as soon
+    as its head has arrived: a caller without a token neither has its body read and parsed
+    nor takes a place among the decisions in flight. The routes check again (``require``).
+    Only ``POST`` is gated (every decision route is a POST): another method is answered by
+    the routes (405 naming the allowed ones, or 204 to ``OPTIONS``).
+    """
+
+    def __init__(self, app: Any, *, auth: Auth, scope: str, prefixes: Sequence[str]) -> None:
+        self.app = app
+        self.auth = auth
+        self.scope = scope
+        self.prefixes = tuple(prefixes)
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        guarded = scope["type"] == "http" and scope["method"] == "POST"
+        if guarded and matches(scope["path"], self.prefixes):
+            headers: dict[str, str] = {}
+            for name, value in scope.get("headers") or []:
+                headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
+            try:
+                self.auth.check(self.scope, token_of(headers))
+            except ApiError as error:
+                await send_error(send, error)
+                return
+        await self.app(scope, receive, send)

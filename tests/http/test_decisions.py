@@ -396,6 +396,29 @@ def test_decisions_beyond_max_concurrency_are_429(base: str, client: httpx.Clien
         raise AssertionError("the places were not given back")
 
 
+def test_a_caller_without_a_token_is_refused_before_its_body_is_read(
+    base: str, client: httpx.Client
+) -> None:
+    host, port = base.removeprefix("http://").split(":")
+    head = (
+        f"POST {TOOL} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong\r\n"
+        "Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"
+    ).encode()
+    held = [socket.create_connection((host, int(port)), timeout=10) for _ in range(4)]
+    try:
+        for sock in held:  # more than max_concurrency (2), none sending its body
+            sock.sendall(head)
+            answer = sock.recv(65536)  # answered without the body: it never comes
+            while not answer.endswith(b"}"):
+                answer += sock.recv(65536)
+            assert answer.startswith(b"HTTP/1.1 401"), answer[:100]
+            assert is_error(json.loads(answer.partition(b"\r\n\r\n")[2]), "unauthorized")
+        assert client.post(TOOL, json=shell("ls")).status_code == 200  # no place was taken
+    finally:
+        for sock in held:
+            sock.close()
+
+
 def test_ready_is_200_with_generations_and_503_until_agents_are_loaded(
     client: httpx.Client, engine: Engine
 ) -> None:
