@@ -188,6 +188,8 @@ def create_app(
         "readiness, status, and what the memory hooks remember about a scope.",
     )
     app.state.auth = load_auth(http, no_auth=no_auth)
+    # The last added runs first: the head's size, then the token (before any body is read),
+    # then the place among the decisions in flight, then the body's size.
     app.add_middleware(
         BodyLimit,
         max_bytes=http.max_body_bytes,
