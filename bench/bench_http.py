@@ -1,25 +1,38 @@
-"""HTTP decisions on loopback against the in-process call: ``tool_call`` with the demo guards,
-4 clients, the engine run in a threadpool (``evaluate``) or on the event loop (``aevaluate``);
-and a batch of 50 against 50 single requests.
+"""The HTTP decision API on loopback, against the same decision made in-process.
 
-The server runs in its own process (``--serve``), so the clients do not share its GIL. Bounded:
-``--requests`` per client per contender (default 500).
+A real ``hookengine serve`` process (the demo config, records on, one decide token) answers:
 
-    python bench/bench_http.py [--requests N] [--clients 4]
+- ``single``: ``POST /v1/agents/demo/points/tool_call``, one client, p50 and p99, next to the
+  in-process ``agent.tool_call`` on the same events (the ratio is what HTTP adds);
+- ``clients``: the same route from 4 client threads at once (each its own keep-alive
+  connection), decisions per second;
+- ``batch``: ``POST /v1/batch/agents/demo/points/tool_call`` with 50 inputs, decisions per
+  second vs the single route's;
+- ``claude``: ``POST /v1/claude-code/demo`` with a PreToolUse payload, p50;
+- ``hook``: the ``hookengine-hook`` forwarder (process start included) posting a PreToolUse
+  payload to ``$HOOKENGINE_URL``, wall time, next to ``python -c pass``.
+
+Every decision is checked (a delete is blocked, a read is not); a wrong one is counted and
+printed. Bounded: each case runs for at most ``--budget`` seconds. The machine is shared: read
+ratios, not absolute numbers.
+
+Run: python bench/bench_http.py [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,206 +40,309 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BENIGN, EVENTS, ROOT, pct
+from common import EVENTS, ROOT, pct
 
-TOKEN = "bench-decide-token"
-ENGINE_YAML = """process: bench
-db_path: data/bench.db
-records: {enabled: true}
-scripts: {timeout_ms: 200, memory_mb: 32, workers: 2}
-hooks: [house_rules]
-http:
-  max_concurrency: 256
-  tokens: [{name: bench, env: BENCH_DECIDE, scopes: [decide]}]
-"""
-
-
-def serve(mode: str, port: int, config: str, db: str) -> None:
-    """The server role: the demo config, decisions in a threadpool or on the loop."""
-    from engine.http import decisions
-    from engine.http.server import build_server
-    from engine.runtime import Engine
-
-    if mode == "loop":
-
-        async def on_loop(fn: Any, agent: Any, point: str, *args: Any, **kw: Any) -> Any:
-            if fn is decisions.evaluate:
-                event, scope = args
-                return await agent.aevaluate(point, event, host=kw["host"], **scope)
-            return fn(agent, point, *args, **kw)
-
-        decisions.run_in_threadpool = on_loop  # type: ignore[assignment]
-    with Engine.load(config, db=db) as engine:
-        build_server(engine, "127.0.0.1", port, log_level="warning").run()
+TOKEN_ENV = "HOOKENGINE_BENCH_TOKEN"
+TOKEN = "bench-token-0123456789"
+HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
-def start(mode: str, config: Path, db: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {**os.environ, "BENCH_DECIDE": TOKEN, "PYTHONPATH": str(ROOT)}
-    args = [sys.executable, __file__, "--serve", mode, str(port), str(config), str(db)]
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+def project(tmp: Path) -> Path:
+    """The demo config with a decide token, in ``tmp``."""
+    config = tmp / "config"
+    shutil.copytree(ROOT / "config", config)
+    engine_yaml = config / "engine.yaml"
+    engine_yaml.write_text(
+        engine_yaml.read_text(encoding="utf-8")
+        + f"http:\n  tokens:\n    - name: bench\n      env: {TOKEN_ENV}\n"
+        "      scopes: [decide, admin]\n",
+        encoding="utf-8",
+    )
+    return config
+
+
+def start_server(config: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, TOKEN_ENV: TOKEN}
+    argv = [sys.executable, "-m", "engine.cli.hookengine", "serve", "--config", str(config)]
+    argv += ["--port", str(port), "--db", str(config.parent / "store.db")]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"hookengine serve exited: {proc.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
         try:
-            if httpx.get(f"{base}/v1/ready", timeout=1).status_code == 200:
-                return proc, base
+            if httpx.get(f"http://127.0.0.1:{port}/v1/ready", timeout=1).status_code == 200:
+                return proc
         except httpx.HTTPError:
-            time.sleep(0.1)
+            pass
+        time.sleep(0.1)
     proc.kill()
-    raise SystemExit("the server did not become ready")
+    raise SystemExit("hookengine serve did not get ready within 60 s")
 
 
-def bodies() -> list[dict[str, Any]]:
-    return [{"event": {"name": n, "input": i}} for n, i, _ in EVENTS + BENIGN]
-
-
-WARMUP = 5
-"""Requests each client sends before the timed run (all clients warm up, then start at once)."""
-
-
-def clients(base: str, url: str, payloads: list[Any], *, n: int, each: int) -> list[float]:
-    """``n`` keep-alive clients, ``each`` timed requests apiece after ``WARMUP``; every
-    latency in seconds, then the wall time of the timed run as the last item."""
+def timed(fn: Callable[[int], None], *, runs: int, budget_s: float) -> list[float]:
+    """Seconds per call of ``fn(i)``, at most ``runs`` calls or ``budget_s`` seconds."""
+    for i in range(20):
+        fn(i)
     times: list[float] = []
-    lock = threading.Lock()
-    ready = threading.Barrier(n + 1)
+    stop = time.perf_counter() + budget_s
+    for i in range(runs):
+        t0 = time.perf_counter()
+        fn(i)
+        times.append(time.perf_counter() - t0)
+        if t0 > stop:
+            break
+    return times
 
-    def post(c: httpx.Client, k: int) -> float:
-        start = time.perf_counter()
-        response = c.post(url, json=payloads[k % len(payloads)])
-        assert response.status_code == 200, response.text
-        return time.perf_counter() - start
 
-    def run() -> None:
-        headers = {"Authorization": f"Bearer {TOKEN}"}
-        with httpx.Client(base_url=base, headers=headers, timeout=30) as c:
-            for k in range(WARMUP):
-                post(c, k)
-            ready.wait()
-            mine = [post(c, k) for k in range(each)]
-        with lock:
-            times.extend(mine)
+class Checker:
+    def __init__(self) -> None:
+        self.wrong: list[str] = []
+        self._lock = threading.Lock()
 
-    threads = [threading.Thread(target=run) for _ in range(n)]
+    def check(self, what: str, blocked: bool, expected: bool) -> None:
+        if blocked != expected:
+            with self._lock:
+                self.wrong.append(f"{what}: blocked={blocked}, expected {expected}")
+
+
+def event_of(i: int) -> tuple[dict[str, Any], bool]:
+    name, tool_input, blocked = EVENTS[i % len(EVENTS)]
+    return {"name": name, "input": tool_input}, blocked
+
+
+def single_call(client: httpx.Client, base: str, checker: Checker) -> Callable[[int], None]:
+    url = f"{base}/v1/agents/demo/points/tool_call"
+
+    def call(i: int) -> None:
+        event, blocked = event_of(i)
+        r = client.post(url, json={"event": event, "scope": {"user_id": "u1"}})
+        checker.check(f"single {event['name']} ({r.status_code})", r.json().get("blocked"), blocked)
+
+    return call
+
+
+def batch_call(
+    client: httpx.Client, base: str, checker: Checker, size: int
+) -> Callable[[int], None]:
+    url = f"{base}/v1/batch/agents/demo/points/tool_call"
+
+    def call(i: int) -> None:
+        inputs, expected = {}, {}
+        for j in range(size):
+            event, blocked = event_of(i * size + j)
+            inputs[str(j)] = {"event": event, "scope": {"user_id": "u1"}}
+            expected[str(j)] = blocked
+        r = client.post(url, json={"inputs": inputs})
+        responses = r.json().get("responses", {})
+        for key, blocked in expected.items():
+            checker.check(
+                f"batch {key} ({r.status_code})", responses.get(key, {}).get("blocked"), blocked
+            )
+
+    return call
+
+
+def pre_tool_use(i: int) -> tuple[dict[str, Any], bool]:
+    event, blocked = event_of(i)
+    payload = {
+        "session_id": "bench-session",
+        "transcript_path": "/tmp/transcript.jsonl",
+        "cwd": "/tmp",
+        "hook_event_name": "PreToolUse",
+        "tool_name": event["name"],
+        "tool_input": event["input"],
+        "tool_use_id": f"toolu_{i}",
+    }
+    return payload, blocked
+
+
+def denied(answer: dict[str, Any]) -> bool:
+    out = answer.get("hookSpecificOutput") or {}
+    return out.get("permissionDecision") == "deny"
+
+
+def claude_call(client: httpx.Client, base: str, checker: Checker) -> Callable[[int], None]:
+    url = f"{base}/v1/claude-code/demo"
+
+    def call(i: int) -> None:
+        payload, blocked = pre_tool_use(i)
+        r = client.post(url, json=payload)
+        checker.check(
+            f"claude-code {payload['tool_name']} ({r.status_code})", denied(r.json()), blocked
+        )
+
+    return call
+
+
+def hook_call(base: str, checker: Checker) -> Callable[[int], None]:
+    env = {**os.environ, "HOOKENGINE_URL": f"{base}/v1/claude-code/demo", "HOOKENGINE_TOKEN": TOKEN}
+    argv = [sys.executable, "-m", "engine.cli.hookengine_hook"]
+    hook = shutil.which("hookengine-hook", path=str(Path(sys.executable).parent))
+    if hook:
+        argv = [hook]
+
+    def call(i: int) -> None:
+        payload, blocked = pre_tool_use(i)
+        done = subprocess.run(
+            argv, input=json.dumps(payload).encode(), env=env, capture_output=True, check=False
+        )
+        answer = json.loads(done.stdout or b"{}")
+        checker.check(
+            f"hookengine-hook {payload['tool_name']} (exit {done.returncode})",
+            denied(answer),
+            blocked,
+        )
+
+    return call
+
+
+def rate(fn: Callable[[int], None], clients: int, seconds: float, per_call: int = 1) -> float:
+    """Decisions per second with ``clients`` threads calling ``fn`` for ``seconds``."""
+    counts = [0] * clients
+    stop = time.perf_counter() + seconds
+
+    def run(k: int) -> None:
+        i = k * 1_000_000
+        while time.perf_counter() < stop:
+            fn(i)
+            i += 1
+            counts[k] += per_call
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
+    t0 = time.perf_counter()
     for t in threads:
         t.start()
-    ready.wait()
-    began = time.perf_counter()
     for t in threads:
         t.join()
-    times.append(time.perf_counter() - began)
-    return times
+    return sum(counts) / (time.perf_counter() - t0)
 
 
-def row(name: str, times: list[float], decisions: int) -> float:
-    wall, lat = times[-1], times[:-1]
-    rate = decisions / wall
-    print(
-        f"  {name:<34} p50 {pct(lat, 0.5) * 1e3:6.2f} ms  p99 {pct(lat, 0.99) * 1e3:6.2f} ms"
-        f"  {rate:8.0f} decisions/s"
-    )
-    return rate
+def in_process(config: Path, checker: Checker) -> Callable[[int], None]:
+    from engine import Engine
+
+    engine = Engine.load(config, db=str(config.parent / "inproc.db"))
+    agent = engine.agent("demo")
+
+    def call(i: int) -> None:
+        event, blocked = event_of(i)
+        out = agent.tool_call(event["name"], event["input"], user_id="u1")
+        checker.check(f"in-process {event['name']}", out.blocked, blocked)
+
+    call.engine = engine  # type: ignore[attr-defined]
+    return call
 
 
-def batch_in_process(config: Path, db: Path) -> None:
-    """50 decisions in process: in order, over 4 threads, gathered with ``aevaluate``."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from engine.runtime import Engine
-
-    events = [b["event"] for b in bodies() * 9][:50]
-    with Engine.load(config, db=str(db)) as engine, ThreadPoolExecutor(4) as pool:
-        agent = engine.agent("demo")
-
-        def in_order() -> None:
-            for event in events:
-                agent.evaluate("tool_call", event)
-
-        def threads() -> None:
-            list(pool.map(lambda event: agent.evaluate("tool_call", event), events))
-
-        async def gather() -> None:
-            await asyncio.gather(*(agent.aevaluate("tool_call", e) for e in events))
-
-        ways = {"in order": in_order, "4 threads": threads}
-        ways["gathered (aevaluate)"] = lambda: asyncio.run(gather())
-        for run in ways.values():
-            run()  # warm
-        for name, run in ways.items():
-            start = time.perf_counter()
-            for _ in range(5):
-                run()
-            print(f"  50 in process, {name:<22} {(time.perf_counter() - start) / 5 * 1e3:6.1f} ms")
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
-def in_process(config: Path, db: Path, runs: int) -> list[float]:
-    from engine.runtime import Engine
-
-    with Engine.load(config, db=str(db)) as engine:
-        agent = engine.agent("demo")
-        events = bodies()
-        times = []
-        for k in range(runs + 50):
-            start = time.perf_counter()
-            agent.evaluate("tool_call", events[k % len(events)]["event"])
-            if k >= 50:
-                times.append(time.perf_counter() - start)
-    return times
+def verdict(
+    rows: list[tuple[str, str, str, bool]], what: str, measured: str, target: str, met: bool
+) -> None:
+    rows.append((what, measured, target, met))
 
 
-URL = "/v1/agents/demo/points/tool_call"
-BATCH_URL = "/v1/batch/agents/demo/points/tool_call"
-
-
-def contend(mode: str, config: Path, db: Path, *, n: int, each: int, local: float) -> None:
-    """One server in ``mode``: single requests, then batches of 50."""
-    proc, base = start(mode, config, db)
-    try:
-        single = clients(base, URL, bodies(), n=n, each=each)
-        rate = row(f"HTTP single ({mode})", single, n * each)
-        print(f"  {'':<34} p50 / in-process p50: {pct(single[:-1], 0.5) / local:.1f}x")
-        events = bodies() * 9
-        batch = {"inputs": {f"i{k}": events[k] for k in range(50)}}
-        rounds = max(each // 25, 4)
-        batched = clients(base, BATCH_URL, [batch], n=n, each=rounds)
-        batch_rate = row(f"HTTP batch of 50 ({mode})", batched, n * rounds * 50)
-        print(f"  {'':<34} batch / single throughput: {batch_rate / rate:.1f}x")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--requests", type=int, default=500, help="per client per contender")
-    parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=1, help="repeat thread, loop in turn")
-    parser.add_argument("--serve", nargs=4, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.serve:
-        mode, port, config, db = args.serve
-        serve(mode, int(port), config, db)
-        return
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer calls (a smoke run)")
+    args = parser.parse_args(argv)
+    runs, seconds, hooks_runs = (300, 2.0, 10) if args.quick else (3000, 6.0, 20)
+    print(uptime())
+    checker = Checker()
+    rows: list[tuple[str, str, str, bool]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        config = Path(tmp) / "config"
-        shutil.copytree(ROOT / "config", config)
-        (config / "engine.yaml").write_text(ENGINE_YAML)
-        local = pct(in_process(config, Path(tmp) / "local.db", args.requests), 0.5)
-        print(f"tool_call, demo guards, {args.clients} clients, {args.requests} requests each")
-        print(f"  {'in-process evaluate':<34} p50 {local * 1e3:6.2f} ms")
-        batch_in_process(config, Path(tmp) / "batch.db")
-        for r in range(args.rounds):
-            for mode in ("thread", "loop"):
-                db = Path(tmp) / f"{mode}{r}.db"
-                contend(mode, config, db, n=args.clients, each=args.requests, local=local)
+        config = project(Path(tmp))
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        server = start_server(config, port)
+        try:
+            local = in_process(config, checker)
+            try:
+                t_local = timed(local, runs=runs, budget_s=seconds * 2)
+            finally:
+                local.engine.close()  # type: ignore[attr-defined]
+            with httpx.Client(headers=HEADERS, timeout=10) as client:
+                t_single = timed(
+                    single_call(client, base, checker), runs=runs, budget_s=seconds * 2
+                )
+                t_claude = timed(
+                    claude_call(client, base, checker), runs=runs, budget_s=seconds * 2
+                )
+            clients = [httpx.Client(headers=HEADERS, timeout=10) for _ in range(4)]
+            try:
+                calls = [single_call(c, base, checker) for c in clients]
+                single_rate = rate(lambda i: calls[i // 1_000_000](i), 1, seconds)
+                four_rate = rate(lambda i: calls[i // 1_000_000](i), 4, seconds)
+                batches = [batch_call(c, base, checker, 50) for c in clients]
+                batch_rate = rate(lambda i: batches[i // 1_000_000](i), 1, seconds, per_call=50)
+            finally:
+                for c in clients:
+                    c.close()
+            t_hook = timed(hook_call(base, checker), runs=hooks_runs, budget_s=seconds * 4)
+            t_pass = timed(
+                lambda i: subprocess.run([sys.executable, "-c", "pass"], check=True),
+                runs=hooks_runs,
+                budget_s=seconds,
+            )
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+    p50 = lambda t: statistics.median(t) * 1e3  # noqa: E731
+    p99 = lambda t: pct(t, 99) * 1e3  # noqa: E731
+    print("\n## HTTP decision API (loopback, hookengine serve, demo config, records on)")
+    print(f"  {'case':48} {'p50 ms':>8} {'p99 ms':>8} {'x in-process':>13}")
+    for label, t in (
+        ("in-process agent.tool_call", t_local),
+        ("POST /v1/agents/demo/points/tool_call", t_single),
+        ("POST /v1/claude-code/demo (PreToolUse)", t_claude),
+        ("hookengine-hook, process start included", t_hook),
+        ("python -c pass", t_pass),
+    ):
+        print(f"  {label:48} {p50(t):8.2f} {p99(t):8.2f} {p50(t) / p50(t_local):13.1f}")
+    print(
+        f"  decisions/s: 1 client {single_rate:.0f}, 4 clients {four_rate:.0f}, "
+        f"batches of 50 (1 client) {batch_rate:.0f}"
+    )
+    verdict(
+        rows,
+        "HTTP tool_call p50 / p99",
+        f"{p50(t_single):.2f} / {p99(t_single):.2f} ms",
+        "<= 2 / 6 ms",
+        p50(t_single) <= 2 and p99(t_single) <= 6,
+    )
+    verdict(
+        rows,
+        "HTTP tool_call, 4 clients",
+        f"{four_rate:.0f} decisions/s",
+        ">= 700/s",
+        four_rate >= 700,
+    )
+    verdict(
+        rows,
+        "batch of 50 vs single",
+        f"{batch_rate / single_rate:.1f}x",
+        ">= 3x",
+        batch_rate >= 3 * single_rate,
+    )
+    verdict(rows, "hookengine-hook p50", f"{p50(t_hook):.0f} ms", "<= 100 ms", p50(t_hook) <= 100)
+    verdict(rows, "/v1/claude-code p50", f"{p50(t_claude):.2f} ms", "<= 3 ms", p50(t_claude) <= 3)
+    verdict(rows, "wrong decisions", str(len(checker.wrong)), "0", not checker.wrong)
+    print("\n## Done when")
+    print(f"  {'what':32} {'measured':28} {'target':16} verdict")
+    for what, measured, target, met in rows:
+        print(f"  {what:32} {measured:28} {target:16} {'MET' if met else 'NOT met'}")
+    for wrong in checker.wrong[:10]:
+        print("  wrong:", wrong)
+    print(uptime())
+    return 0 if not checker.wrong else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from engine.boundary import no_lone_surrogates, normalize_value
-from engine.errors import PluginError
+from engine.errors import PluginError, phrase
 from engine.points import ACCEPTED, Message, Point
 
 ADD_UP = ("notice", "sections", "append")
@@ -119,7 +119,7 @@ _CHECKS = {
 }
 
 
-def _validate(data: dict[str, Any], hook: str, point: Point) -> Change:
+def _validate(data: dict[str, Any], hook: str, point: Point, terms: str) -> Change:
     checked = {}
     for name, value in data.items():
         try:
@@ -128,7 +128,7 @@ def _validate(data: dict[str, Any], hook: str, point: Point) -> Change:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in (name, *err["loc"]))
             raise PluginError(
-                f"hook {hook!r} at {point}: {where}: {err['msg']}",
+                f"hook {hook!r} at {point}: {where}: {phrase(err, terms)}",
                 hook=hook,
                 point=point,
                 field=name,
@@ -137,13 +137,19 @@ def _validate(data: dict[str, Any], hook: str, point: Point) -> Change:
 
 
 def parse_change(
-    point: Point, data: Any, *, hook: str, event: dict[str, Any] | None = None
+    point: Point,
+    data: Any,
+    *,
+    hook: str,
+    event: dict[str, Any] | None = None,
+    terms: str = "yaml",
 ) -> Change:
     """Check a hook's answer for ``point`` and return it as a Change.
 
     Raises:
         PluginError: the answer is not a mapping, names a field the point does not take,
-            or has a value of the wrong type (e.g. a tool the event does not offer).
+            or has a value of the wrong type (e.g. a tool the event does not offer); values
+            are named in ``terms`` (``python``, ``javascript``: a script's language).
     """
     if data is None:
         return EMPTY
@@ -180,7 +186,7 @@ def parse_change(
             if isinstance(data["messages"], list)
             else data["messages"]
         )
-    change = _validate(data, hook, point)
+    change = _validate(data, hook, point, terms)
     if change.tools is not None and event is not None:
         _check_subset(change.tools, event.get("tools", []), hook, point)
     return change

@@ -20,9 +20,176 @@ where they happen, with the original kept as ``__cause__``.
 
 from __future__ import annotations
 
+import difflib
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+FIELD_ALIASES = {
+    "args": "input",
+    "arguments": "input",
+    "params": "input",
+    "parameters": "input",
+    "tool_input": "input",
+    "tool": "name",
+    "tool_name": "name",
+    "output": "result",
+    "tool_output": "result",
+    "response": "answer",
+    "reply": "answer",
+    "prompt": "question",
+    "message": "question",
+    "text": "question",
+    "user": "scope",
+    "timestamp": "time",
+}
+"""Names other agent frameworks give event fields, and ours: what "did you mean" offers when
+spelling alone finds nothing close."""
+
+
+def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str | None:
+    """The choice an author most likely meant by ``word``: a close spelling, else the field
+    other frameworks call ``word`` (``args`` -> ``input``) when it is one of ``choices``."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    alias = FIELD_ALIASES.get(word.lower())
+    return alias if alias in choices else None
+
+
+def unknown_field(word: str, choices: list[str] | tuple[str, ...]) -> tuple[str, str | None]:
+    """The message and hint for an unknown field ``word`` among ``choices``."""
+    close = did_you_mean(word, choices)
+    hint = f"did you mean {close!r}?" if close else f"fields: {', '.join(choices)}"
+    return f"unknown field {word!r}", hint
+
+
+_KINDS = {
+    "yaml": {
+        "dict": "a mapping",
+        "list": "a list",
+        "str": "text",
+        "text": "text",
+        "bool": "true or false",
+        "NoneType": "null",
+    },
+    "python": {
+        "dict": "a dict",
+        "list": "a list",
+        "str": "a str",
+        "text": "a str",
+        "bool": "True or False",
+        "NoneType": "None",
+    },
+    "javascript": {
+        "dict": "an object",
+        "list": "an array",
+        "str": "a string",
+        "text": "a string",
+        "bool": "true or false",
+        "NoneType": "null",
+    },
+}
+"""How values are named in each language an author writes: YAML, Python, JavaScript."""
+_MUST = {
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be {bool}",
+    "bool_parsing": "must be {bool}",
+    "string_type": "must be {text}",
+    "list_type": "must be {list}",
+    "tuple_type": "must be a list",
+    "dict_type": "must be {dict}",
+    "model_type": "must be {dict}",
+    "model_attributes_type": "must be {dict}",
+    "missing": "required field is missing",
+    "greater_than": "must be > {gt}",
+    "greater_than_equal": "must be >= {ge}",
+    "less_than": "must be < {lt}",
+    "less_than_equal": "must be <= {le}",
+    "literal_error": "must be {expected}",
+    "enum": "must be {expected}",
+    "string_too_short": "must not be empty",
+    "too_short": "must have at least {min_length} items",
+    "too_long": "must have at most {max_length} items",
+    "string_too_long": "must be at most {max_length} characters",
+}
+
+
+_FIX = {
+    "int_type": "write a whole number without quotes, e.g. 50",
+    "int_parsing": "write a whole number without quotes, e.g. 50",
+    "int_from_float": "write a whole number, e.g. 50",
+    "float_type": "write a number without quotes, e.g. 0.5",
+    "float_parsing": "write a number without quotes, e.g. 0.5",
+    "bool_type": "write true or false",
+    "bool_parsing": "write true or false",
+    "string_type": "put the text in quotes",
+    "list_type": "write a list: [a, b], or one '- item' per line below the key",
+    "dict_type": "write 'key: value' lines indented below the key",
+    "model_type": "write 'key: value' lines indented below the key",
+    "missing": "add it",
+    "greater_than": "use a value above {gt}",
+    "greater_than_equal": "use {ge} or more",
+    "less_than": "use a value below {lt}",
+    "less_than_equal": "use {le} or less",
+    "literal_error": "write one of them",
+    "enum": "write one of them",
+    "string_too_short": "write a value, or leave the key out",
+}
+
+
+def fix_for(err: Mapping[str, Any]) -> str | None:
+    """How to fix a pydantic error, for a YAML author (None where the message says it)."""
+    kind, context = str(err.get("type", "")), err.get("ctx") or {}
+    if kind in ("literal_error", "enum") and isinstance(err.get("input"), str):
+        choices = re.findall(r"'([^']*)'", str(context.get("expected", "")))
+        close = did_you_mean(err["input"], choices)
+        if close is not None:
+            return f"did you mean {close!r}?"
+    template = _FIX.get(kind)
+    return None if template is None else template.format(**context)
+
+
+def phrase(err: Mapping[str, Any], terms: str = "yaml") -> str:
+    """A pydantic error (``ValidationError.errors()`` item) in the project's own words.
+
+    ``terms`` names values as their authors write them: ``yaml`` (a mapping, text, null) for
+    config files, ``python`` (a dict, a str, None) for host code. Unknown fields are not
+    phrased here (see ``unknown_field``, which needs the fields there are).
+    """
+    kind = str(err.get("type", ""))
+    template = _MUST.get(kind)
+    if template is None:
+        message = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+        return message.removeprefix("Assertion failed, ")
+    names = _KINDS.get(terms, _KINDS["yaml"])
+    context = {k: v for k, v in (err.get("ctx") or {}).items()}
+    words = {"dict": names["dict"], "list": names["list"], "text": names["text"]}
+    message = template.format(bool=names["bool"], **words, **context)
+    if kind != "missing" and "input" in err:
+        message += f", got {_value(err['input'], names)}"
+    return message
+
+
+def _value(value: Any, names: dict[str, str]) -> str:
+    kind = type(value).__name__
+    if value is None:
+        return names["NoneType"]
+    if isinstance(value, dict | list):
+        return names.get(kind, kind)
+    if isinstance(value, bool):
+        return str(value) if names is _KINDS["python"] else str(value).lower()
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"{names['str']} {shown!r}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class EngineError(Exception):

@@ -1,4 +1,4 @@
-"""The config fuzzer in CI: 500 seeded mutations of the demo config through ``hookengine
+"""The config fuzzer in CI: 200 seeded mutations of the demo config through ``hookengine
 check`` exit 0 or 2, print no traceback, each within a time cap and in bounded memory; a few
 go through the real console script under an address-space cap. bench/fuzz_config.py runs
 more (``--mutations N``)."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.config_fuzz import check_in_process, check_in_subprocess, mutate, peak_rss_kib
 
-MUTATIONS = 500
+MUTATIONS = 200
 SECONDS = 5.0
 """Per check; a fixed config takes milliseconds to 0.5 s, the cap leaves room on a busy CI
 machine while a hang (the bug this guards: a FIFO read forever) is still caught."""

@@ -164,9 +164,9 @@ def test_nesting_past_the_depth_limit_is_refused(
 def test_nesting_within_the_limit_is_read_and_validated_as_usual(demo: Path) -> None:
     depth = yamlfile.MAX_DEPTH - 2
     append(demo, "engine.yaml", "extra: " + "[" * depth + "]" * depth + "\n")
-    assert problems_of(demo) == [
-        f"{demo / 'engine.yaml'}:{line_count(demo, 'engine.yaml')}: extra: unknown field"
-    ]
+    (problem,) = problems_of(demo)
+    where = f"{demo / 'engine.yaml'}:{line_count(demo, 'engine.yaml')}"
+    assert problem.startswith(f"{where}: extra: unknown field 'extra' (fields: process, ")
 
 
 # -- numbers -------------------------------------------------------------------------------

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from engine import Agent, Engine, EngineError, EventError
@@ -55,6 +58,17 @@ MISTAKES: list[tuple[str, Call, list[Any]]] = [
     ("messages not mappings", lambda a: a.before_call("i", messages=[1]), ["messages", 0]),
     ("settings a list", lambda a: a.evaluate("before_call", {"settings": [1]}), ["settings"]),
     ("tool_calls a dict", lambda a: a.after_turn("q", "a", tool_calls={"x": 1}), ["tool_calls"]),  # type: ignore[arg-type]
+    ("unknown host", lambda a: a.tool_call("shell", {}, host="claud"), ["host"]),
+    ("host not text", lambda a: a.evaluate("tool_call", {"name": "x"}, host=1), ["host"]),  # type: ignore[arg-type]
+    ("bytes in input", lambda a: a.tool_call("shell", {"b": b"x"}), ["input", "b"]),
+    ("a set in a result", lambda a: a.tool_result("t", {}, [{1}]), ["result", 0]),
+    (
+        "NaN in settings",
+        lambda a: a.before_call("i", settings={"t": float("nan")}),
+        ["settings", "t"],
+    ),
+    ("an object as a tool", lambda a: a.before_call("i", tools=[object()]), ["tools", 0]),
+    ("a key not text, deep", lambda a: a.tool_call("t", {"a": [{(1, 2): 3}]}), ["input", "a", 0]),
 ]
 
 
@@ -90,3 +104,37 @@ def test_the_async_forms_raise_the_same_event_error(agent: Agent) -> None:
     with pytest.raises(EventError) as info:
         asyncio.run(agent.aevaluate("tool_call", [1, 2]))  # type: ignore[arg-type]
     assert info.value.errors == [{"loc": ["fields"], "msg": "must be a mapping, not list"}]
+
+
+JSONISH = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=5)
+    | st.binary(max_size=3)
+    | st.sets(st.integers(), max_size=2)
+    | st.builds(object),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=3) | st.integers(), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(value=JSONISH, where=st.sampled_from(["input", "result", "call_id", "name"]))
+def test_any_value_anywhere_gives_an_outcome_or_an_event_error(
+    agent: Agent, value: Any, where: str
+) -> None:
+    fields = {"name": "t", "input": {}, "result": None, where: value}
+    try:
+        out = agent.evaluate("tool_result", fields)
+    except EventError as exc:
+        assert exc.errors and all(e["loc"] and e["msg"] for e in exc.errors)
+        return
+    json.dumps(out.to_dict()["result"], allow_nan=False)  # what a host gets back is JSON

@@ -82,8 +82,9 @@ def test_a_test_whose_event_does_not_fit_its_point_is_a_config_error(tmp_path: P
         ESCALATE.replace('event: {question: "my iphone broke"}', 'event: {name: "shell"}')
     )
     spec, problems = load_hook_file(path)
-    assert spec is None and problems[0].line == 7
-    assert "event does not fit before_user_message" in problems[0].message
+    assert spec is None and problems[0].line == 9  # the test's event: line
+    assert problems[0].field == "tests[0].event.question"
+    assert problems[0].message == "required field is missing (in a before_user_message event)"
 
 
 def test_a_test_at_a_point_the_hook_does_not_handle_fails(

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from engine.config.models import KINDS, AgentConfig, EngineSettings, HookBase, ScriptHookConfig
 from engine.config.scriptfile import ScriptRef, read_script
 from engine.config.yamlfile import Loc, YamlDoc, dotted, os_reason, read_yaml
-from engine.errors import ConfigError, Problem
+from engine.errors import ConfigError, Problem, fix_for, phrase, unknown_field
 from engine.points import suggest
 
 Layer = Literal["agent", "host"]
@@ -37,6 +37,10 @@ class HookSpec:
     script_path: Path | None = None
     script_text: str | None = None
     line_of: dict[Loc, int] = field(default_factory=dict, compare=False, repr=False)
+    source_at: tuple[int, int] | None = None
+    """An inline script's place in the YAML: (lines before its first line, columns before
+    its text), so a position in the script is ``line + source_at[0]``, ``column +
+    source_at[1]`` in the file."""
 
     @property
     def name(self) -> str:
@@ -45,6 +49,22 @@ class HookSpec:
     @property
     def kind(self) -> str:
         return str(self.config.kind)
+
+    def script_position(
+        self, line: int | None, column: int | None
+    ) -> tuple[str, int | None, int | None]:
+        """A position in the hook's script as the author finds it: the script file's own
+        (path, line, column), or for an inline ``source:`` the YAML file's."""
+        if self.script_path is not None:
+            return show(self.script_path), line, column
+        if self.source_at is None:
+            return self.shown, self.line("source"), None
+        lines, columns = self.source_at
+        return (
+            self.shown,
+            None if line is None else line + lines,
+            None if column is None else column + columns,
+        )
 
     def line(self, *loc: str | int) -> int | None:
         for end in range(len(loc), -1, -1):
@@ -145,29 +165,32 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
 def model_problems(
     exc: ValidationError, doc: YamlDoc, shown: str, model: type[BaseModel]
 ) -> list[Problem]:
-    """One Problem per pydantic error, with the line of the field it is about."""
+    """One Problem per pydantic error, in our words, with the line of the field it is about."""
     problems = []
     for err in exc.errors(include_url=False):
         loc: Loc = tuple(err["loc"])
-        kind = err["type"]
         hint = None
-        if kind == "extra_forbidden":
-            message = "unknown field"
-            close = suggest(str(loc[-1]), _fields_at(model, loc[:-1]))
-            hint = f"did you mean {close!r}?" if close else None
-        elif kind == "missing":
-            message = "required field is missing"
+        if err["type"] == "extra_forbidden":
+            message, hint = unknown_field(str(loc[-1]), _fields_at(model, loc[:-1]))
+            where: Loc = loc
+            field_name = dotted(loc) or None
         else:
-            message = err["msg"].removeprefix("Value error, ")
-            if kind not in ("value_error", "assertion_error") and "input" in err:
-                message += f", got {_short(err['input'])}"
-        problems.append(Problem(shown, doc.line_of(loc), dotted(loc) or None, message, hint))
+            message, hint = phrase(err), fix_for(err)
+            where, message = _field_named(loc, message, model)
+            field_name = dotted(where) or None
+        problems.append(Problem(shown, doc.line_of(where), field_name, message, hint))
     return problems
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+def _field_named(loc: Loc, message: str, model: type[BaseModel]) -> tuple[Loc, str]:
+    """A model-wide error whose message starts with one of its fields (``script: must be a .py
+    or .js file``) is about that field: its line, not the file's first."""
+    head, sep, rest = message.partition(": ")
+    parts = head.replace("[", ".").replace("]", "").split(".")
+    path = [int(p) if p.isdigit() else p for p in parts]
+    if sep and path[0] in _fields_at(model, loc):
+        return (*loc, *path), rest
+    return loc, message
 
 
 def validate(model: type[BaseModel], doc: YamlDoc, shown: str) -> tuple[Any, list[Problem]]:
@@ -216,9 +239,31 @@ def load_hook_file(
             return None, problems
     version = digest(doc.text, script_text or "")
     spec = HookSpec(
-        config, resolved(path), shown, version, layer, script_path, script_text, dict(doc.lines)
+        config,
+        resolved(path),
+        shown,
+        version,
+        layer,
+        script_path,
+        script_text,
+        dict(doc.lines),
+        _source_at(doc) if script_path is None else None,
     )
     return spec, []
+
+
+def _source_at(doc: YamlDoc) -> tuple[int, int] | None:
+    """Where an inline ``source:`` text starts: a block (``|``) starts on the line after the
+    key, indented; a quoted or plain text on the key's own line, after the quote."""
+    at = doc.scalars.get(("source",))
+    if at is None:
+        return None
+    line, column, style = at
+    if style in ("|", ">"):
+        after = doc.text.splitlines()[line:]
+        indent = next((len(t) - len(t.lstrip(" ")) for t in after if t.strip()), 0)
+        return line, indent
+    return line - 1, column + (1 if style in ("'", '"') else 0)
 
 
 def load_engine_settings(root: Path) -> tuple[EngineSettings, list[Problem]]:
@@ -258,6 +303,8 @@ def _load_hooks(
                     line,
                     "hook_files" if line else None,
                     f"hook file not found: {show(path)}",
+                    "paths in hook_files are relative to the agent's folder; "
+                    "hooks: [name] reads hooks/<name>.yaml",
                 )
             )
             continue
@@ -279,6 +326,7 @@ def _duplicates(specs: list[HookSpec]) -> list[Problem]:
                     spec.line("name"),
                     "name",
                     f"duplicate hook name {spec.name!r} (also in {first[spec.name].shown})",
+                    "give each hook of an agent (and of the host layer) its own name",
                 )
             )
         first.setdefault(spec.name, spec)
@@ -299,33 +347,63 @@ def load_agent(
     root: Path, name: str, host_hooks: list[HookSpec] | tuple[HookSpec, ...] = ()
 ) -> AgentSpec:
     """Load one agent whole, or raise ConfigError with every problem found."""
+    spec, problems = read_agent(root, name, host_hooks)
+    if problems or spec is None:
+        raise ConfigError(problems)
+    return spec
+
+
+def read_agent(
+    root: Path, name: str, host_hooks: list[HookSpec] | tuple[HookSpec, ...] = ()
+) -> tuple[AgentSpec | None, list[Problem]]:
+    """One agent as far as it loads, and every problem found on the way.
+
+    A field error in agent.yaml does not stop its hook files from being read (the lists are
+    taken from the raw YAML where they are lists of text), so ``check`` reports the problems
+    of every file in one run. The spec holds only the hooks that loaded (and, when agent.yaml
+    has a field error, a config of the hooks it lists); None when agent.yaml cannot be read.
+    """
     folder = root / "agents" / name
     path = folder / "agent.yaml"
     shown = show(path)
     doc, problems = read_yaml(path, shown)
-    if doc is None or problems:
-        raise ConfigError(problems)
-    config, problems = validate(AgentConfig, doc, shown)
-    if config is None:
-        raise ConfigError(problems)
-    paths = _hook_paths(folder, config.hook_files, config.hooks, doc)
-    specs, problems = _load_hooks(paths, shown, "agent", root)
-    if not paths:
+    if doc is None:
+        return None, problems
+    config, invalid = validate(AgentConfig, doc, shown)
+    problems += invalid
+    files, names = _listed(config, doc.data)
+    paths = _hook_paths(folder, files, names, doc)
+    specs, found = _load_hooks(paths, shown, "agent", root)
+    problems += found
+    if not paths and config is not None:
         problems.append(
             Problem(
                 shown,
                 1,
-                None,
+                "hook_files",
                 "the agent lists no hooks",
                 "add hook_files: [hooks/<file>.yaml] or hooks: [<name>]",
             )
         )
     problems += _duplicates([*specs, *host_hooks])
-    if problems:
-        raise ConfigError(problems)
-    files = {resolved(path), *(s.path for s in specs)}
-    files |= {s.script_path for s in specs if s.script_path}
-    return AgentSpec(name, folder, config, tuple(specs), frozenset(files))
+    if config is None:  # its hooks are still built and checked, never run
+        config = AgentConfig.model_construct(hook_files=files, hooks=names)
+    # every file listed, loaded or not: a check names the agent's broken files as its own
+    files_read = {resolved(path), *(s.path for s in specs), *(resolved(p) for p, _ in paths)}
+    files_read |= {s.script_path for s in specs if s.script_path}
+    return AgentSpec(name, folder, config, tuple(specs), frozenset(files_read)), problems
+
+
+def _listed(config: AgentConfig | None, data: Any) -> tuple[list[str], list[str]]:
+    """The agent's hook_files and hooks: from the model, or leniently from the raw YAML."""
+    if config is not None:
+        return list(config.hook_files), list(config.hooks)
+    lists = []
+    for key in ("hook_files", "hooks"):
+        value = data.get(key) if isinstance(data, dict) else None
+        texts = value if isinstance(value, list) else []
+        lists.append([v for v in texts if isinstance(v, str)])
+    return lists[0], lists[1]
 
 
 def agent_names(root: Path) -> list[str]:
@@ -347,9 +425,24 @@ def agent_names(root: Path) -> list[str]:
 
 def load_project(root: str | Path, *, only: list[str] | None = None) -> ProjectConfig:
     """Load every agent (or ``only`` those) under ``root``; ConfigError lists all problems."""
+    project, problems = read_project(root, only=only)
+    if problems or project is None:
+        raise ConfigError(problems)
+    return project
+
+
+def read_project(
+    root: str | Path, *, only: list[str] | None = None
+) -> tuple[ProjectConfig | None, list[Problem]]:
+    """A config folder as far as it loads, and every problem of every file.
+
+    The project holds the host hooks and the agents that loaded (an agent with a problem
+    holds the hooks that loaded, so their scripts can still be checked); None when the folder
+    is missing.
+    """
     root = resolved(Path(root))
     if not _is_dir(root):
-        raise ConfigError.single(show(root), "config folder not found")
+        return None, [Problem(show(root), None, None, "config folder not found")]
     settings, problems = load_engine_settings(root)
     host, host_problems = load_host_layer(root, settings)
     problems += host_problems
@@ -364,15 +457,14 @@ def load_project(root: str | Path, *, only: list[str] | None = None) -> ProjectC
             Problem(show(root), None, None, "no agents found (expected agents/<name>/agent.yaml)")
         )
     for name in names:
-        try:
-            agents[name] = load_agent(root, name, host)
-        except ConfigError as exc:
-            problems += exc.problems
-    if problems:
-        raise ConfigError(problems)
+        spec, found = read_agent(root, name, host)
+        problems += found
+        if spec is not None:
+            agents[name] = spec
     host_files = {resolved(root / "engine.yaml"), *(s.path for s in host)}
     host_files |= {s.script_path for s in host if s.script_path}
-    return ProjectConfig(root, root.parent, settings, tuple(host), agents, frozenset(host_files))
+    project = ProjectConfig(root, root.parent, settings, tuple(host), agents, frozenset(host_files))
+    return project, problems
 
 
 def _is_dir(path: Path) -> bool:
@@ -402,4 +494,6 @@ __all__ = [
     "load_hook_file",
     "load_host_layer",
     "load_project",
+    "read_agent",
+    "read_project",
 ]

@@ -100,23 +100,35 @@ class HookTest(Strict):
 
     @model_validator(mode="after")
     def _event_fits_point(self) -> HookTest:
-        steps = [(s.point, s.event, {**self.scope, **s.scope}) for s in self.given]
-        for point, fields, scope in [*steps, (self.point, self.event, self.scope)]:
+        steps = [
+            (f"given[{i}].event", s.point, s.event, {**self.scope, **s.scope})
+            for i, s in enumerate(self.given)
+        ]
+        for where, point, fields, scope in [*steps, ("event", self.point, self.event, self.scope)]:
             try:
                 make_event(point, agent="test", time=self.time, scope=scope, **fields)
             except (ValidationError, TypeError, InputError, EventError) as exc:
-                raise ValueError(f"event does not fit {point.value}: {_first_error(exc)}") from exc
+                loc, message = _first_error(exc)
+                at = ".".join([where, *loc]) if loc else where
+                raise ValueError(f"{at}: {message} (in a {point.value} event)") from exc
         return self
 
 
-def _first_error(exc: Exception) -> str:
+def _first_error(exc: Exception) -> tuple[list[str], str]:
+    """The first mistake of a test's event: its path inside the event, and what is wrong."""
     if isinstance(exc, EventError):
         loc, msg = exc.errors[0]["loc"], exc.errors[0]["msg"]
     elif isinstance(exc, ValidationError):
         loc, msg = list(exc.errors()[0]["loc"]), exc.errors()[0]["msg"]
     else:
-        return str(exc)
-    return f"{'.'.join(str(p) for p in loc)}: {msg}"
+        return [], str(exc)
+    for python, yaml in _YAML_TERMS:
+        msg = msg.replace(python, yaml)
+    return [str(p) for p in loc], msg
+
+
+_YAML_TERMS = ((", got a str ", ", got text "), ("must be a dict", "must be a mapping"))
+"""The event's checks speak to host code (Python terms); a test's event is YAML."""
 
 
 # -- hooks -----------------------------------------------------------------------------------
@@ -298,13 +310,22 @@ class ScriptHookConfig(HookBase):
     @model_validator(mode="after")
     def _one_source(self) -> ScriptHookConfig:
         if (self.script is None) == (self.source is None):
-            raise ValueError("give either script: (a file) or language: + source: (inline)")
+            raise ValueError(
+                "script: give either script: (a file) or language: + source: (inline), "
+                "not both and not neither"
+            )
         if self.source is not None and self.language is None:
-            raise ValueError("an inline source: needs language: python or javascript")
+            raise ValueError(
+                "source: an inline script needs a language (add language: python or "
+                "language: javascript)"
+            )
         if self.script is not None and self.language is not None:
-            raise ValueError("language: is taken from the script's suffix; drop it")
+            raise ValueError("language: is taken from the script's suffix (drop language:)")
         if self.script is not None and not self.script.endswith((".py", ".js")):
-            raise ValueError("script: must be a .py or .js file")
+            raise ValueError(
+                f"script: must name a .py or .js file, got {self.script!r} (rename the file: "
+                "its suffix picks the language)"
+            )
         return self
 
 

@@ -61,7 +61,9 @@ def _resolve(folder: Path, name: str, root: Path) -> Path:
         target = link.resolve(strict=True)
     except FileNotFoundError:
         dangling = " (a symlink whose target is missing)" if link.is_symlink() else ""
-        raise ScriptFileError(f"script file not found{dangling}") from None
+        raise ScriptFileError(
+            f"script file not found{dangling}", "script: is relative to this YAML file's folder"
+        ) from None
     except RuntimeError:  # Python 3.11 reports a symlink loop this way
         raise ScriptFileError("symlink loop") from None
     except OSError as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,9 @@ class YamlDoc:
     data: Any
     text: str
     lines: dict[Loc, int] = field(default_factory=dict)
+    scalars: dict[Loc, tuple[int, int, str | None]] = field(default_factory=dict)
+    """Each text value's line (1-based), column (0-based) and style (``|``, ``>``, a quote or
+    None for plain): where an inline script's text starts in the file."""
 
     def line_of(self, loc: Loc) -> int | None:
         """The line of ``loc`` or of its nearest enclosing key."""
@@ -299,15 +303,80 @@ def _construct(node: yaml.Node) -> Any:
     return _Constructor().construct_document(node)
 
 
-def _marked(exc: yaml.MarkedYAMLError) -> ConfigReadError:
+def _marked(exc: yaml.MarkedYAMLError, text: str) -> ConfigReadError:
     mark = exc.problem_mark or exc.context_mark
     line = mark.line + 1 if mark else None
     col = mark.column + 1 if mark else None
     reason = exc.problem or exc.context or "invalid YAML"
     if "nesting depth" in reason:  # libyaml's own limit (1000), met while it scans ahead
         return ConfigReadError(f"nested more than {MAX_DEPTH} levels deep", line, col)
-    what = "YAML value not allowed" if isinstance(exc, ConstructorError) else "YAML syntax error"
-    return ConfigReadError(f"{what}: {reason}", line, col)
+    if isinstance(exc, ConstructorError):
+        return ConfigReadError(f"YAML value not allowed: {reason}", line, col)
+    said = _explained(exc, text)
+    if said is not None:
+        message, at = said
+        return ConfigReadError(f"YAML syntax error: {message}", at.line + 1, at.column + 1)
+    return ConfigReadError(f"YAML syntax error: {reason}", line, col)
+
+
+def _explained(exc: yaml.MarkedYAMLError, text: str) -> tuple[str, Any] | None:
+    """The common YAML mistakes in words that say what to change, with the mark to show.
+
+    libyaml names what its scanner met (``mapping values are not allowed in this context``);
+    the author needs what they wrote wrong and how to write it.
+    """
+    mark, context = exc.problem_mark, exc.context_mark
+    if mark is None:
+        return None
+    problem, lines = exc.problem or "", text.splitlines()
+    row = lines[mark.line] if mark.line < len(lines) else ""
+    char = row[mark.column] if mark.column < len(row) else ""
+    if "tab" in problem or char == "\t" or "\t" in row[: len(row) - len(row.lstrip())]:
+        return "a tab in the indentation: YAML indents with spaces only (replace it)", mark
+    if "cannot start any token" in problem and char:
+        return (
+            f'a plain value cannot start with {char!r} (put the value in quotes: "{char}...")',
+            mark,
+        )
+    if "mapping values are not allowed" in problem:
+        if ": " in row[: mark.column]:
+            return (
+                "a second ': ' on one line: a value that holds ': ' must be quoted "
+                '(key: "text: more")',
+                mark,
+            )
+        return (
+            "this line is indented under a key that already has a value (align it with the "
+            "keys above, or end the key above with ':' and put its value on the lines below)",
+            mark,
+        )
+    if "could not find expected ':'" in problem and context is not None:
+        return (
+            "a line that is not 'key: value' (add ': ' after the key, or indent the line as "
+            "part of the value above)",
+            context,
+        )
+    if "end of stream" in problem and "quoted" in (exc.context or "") and context is not None:
+        return (
+            "a quote opened here is never closed (close it on the same line, or write a long "
+            "text as a block: 'key: |' with the text indented below)",
+            context,
+        )
+    if "did not find expected key" in problem or "expected '-' indicator" in problem:
+        return (
+            "the indentation does not match the lines above: keys of one mapping start in "
+            "the same column, and so do the '- ' of one list (indent with spaces, 2 per level)",
+            mark,
+        )
+    if "expected ',' or '}'" in problem or "expected ',' or ']'" in problem:
+        closing = "}" if "}" in problem else "]"
+        opening = "{" if closing == "}" else "["
+        message = (
+            f"a '{closing}' is missing: the '{opening}' opened here is never closed (close it "
+            f"after the last item, or write the items one per line below the key)"
+        )
+        return message, context or mark
+    return None
 
 
 def parse(text: str) -> tuple[yaml.Node | None, Any]:
@@ -320,7 +389,7 @@ def parse(text: str) -> tuple[yaml.Node | None, Any]:
         node = _Composer().compose(text)
         return node, (None if node is None else _construct(node))
     except yaml.MarkedYAMLError as exc:
-        raise _marked(exc) from None
+        raise _marked(exc, text) from None
     except yaml.reader.ReaderError as exc:  # a control character: the reader has no mark
         line = text.count("\n", 0, exc.position) + 1
         char = exc.character if isinstance(exc.character, int) else ord(exc.character)
@@ -344,9 +413,13 @@ def read_yaml(path: Path, shown: str) -> tuple[YamlDoc | None, list[Problem]]:
     """Parse ``path``; return the document, or None and the problems (``shown`` names it)."""
     try:
         text = read_text(path)
-        node, data = parse(text)
     except ConfigReadError as exc:
         return None, [Problem(shown, exc.line, None, exc.message, column=exc.column)]
+    try:
+        node, data = parse(text)
+    except ConfigReadError as exc:
+        key = _key_on(text, exc.line) if exc.message.startswith("YAML syntax error") else None
+        return None, [Problem(shown, exc.line, key, exc.message, column=exc.column)]
     if node is None:
         return None, [Problem(shown, 1, None, "the file is empty (expected a mapping of fields)")]
     if not isinstance(node, yaml.MappingNode):
@@ -361,7 +434,29 @@ def read_yaml(path: Path, shown: str) -> tuple[YamlDoc | None, list[Problem]]:
     doc = YamlDoc(path, data, text)
     problems: list[Problem] = []
     _walk(node, (), doc.lines, problems, shown)
+    doc.scalars = _scalars(node)
     return doc, problems
+
+
+_KEY = re.compile(r"^[\s-]*([A-Za-z_][\w-]*)\s*:")
+
+
+def _key_on(text: str, line: int | None) -> str | None:
+    """The key a YAML syntax error at ``line`` (1-based) is about, in the author's words: the
+    key written on that line, else the key of the nearest less indented line above it."""
+    lines = text.splitlines()
+    if line is None or not 0 < line <= len(lines):
+        return None
+    indent = _indent(lines[line - 1])
+    for row in reversed(lines[:line]):
+        found = _KEY.match(row)
+        if found and (row is lines[line - 1] or _indent(row) < indent):
+            return found.group(1)
+    return None
+
+
+def _indent(row: str) -> int:
+    return len(row) - len(row.lstrip())
 
 
 def _node_kind(node: yaml.Node) -> str:
@@ -394,6 +489,17 @@ def _walk(
         for i, item in enumerate(node.value):
             lines[(*loc, i)] = item.start_mark.line + 1
             _walk(item, (*loc, i), lines, problems, shown)
+
+
+def _scalars(root: yaml.Node) -> dict[Loc, tuple[int, int, str | None]]:
+    """Where each top-level text value starts (an inline ``source:`` is one)."""
+    found: dict[Loc, tuple[int, int, str | None]] = {}
+    if isinstance(root, yaml.MappingNode):
+        for key_node, value_node in root.value:
+            if isinstance(value_node, yaml.ScalarNode) and isinstance(key_node.value, str):
+                mark = value_node.start_mark
+                found[(key_node.value,)] = (mark.line + 1, mark.column, value_node.style)
+    return found
 
 
 def _dotted(loc: Loc) -> str:

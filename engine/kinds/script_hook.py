@@ -41,6 +41,8 @@ class ScriptHook(SpecHook):
     uses_state: bool
     line_offset: int = 0
     """For inline ``source:``: the YAML line before the script's first line."""
+    column_offset: int = 0
+    """For inline ``source:``: the columns before the script's text on its YAML lines."""
     owner: str = ""
     """This hook instance in the pool's fairness rules (its worker share, kills, quarantine);
     a rebuilt hook is a new owner, which is what lifts a quarantine."""
@@ -97,10 +99,14 @@ class ScriptHook(SpecHook):
             StoreError: the state could not be saved.
         """
         if isinstance(result, ScriptError):
-            raise _located(result, self.name, self.script.filename, self.line_offset) from result
+            offsets = (self.line_offset, self.column_offset)
+            if result.cause == "timeout":
+                result = self._timed_out(result)
+            raise _located(result, self.name, self.script.filename, offsets) from result
         ctx.logs.extend(result.logs)
         ctx.events.extend(result.emits)
-        change = parse_change(point, result.value, hook=self.name, event=event)
+        terms = str(self.script.language.value)  # errors name values as the script does
+        change = parse_change(point, result.value, hook=self.name, event=event, terms=terms)
         if result.state_writes:
             ctx.store.state_save(
                 self._state_key(ctx),
@@ -113,6 +119,25 @@ class ScriptHook(SpecHook):
             if result.state_ttls:
                 ctx.extras["state_ttls"] = result.state_ttls
         return change
+
+    def _timed_out(self, exc: ScriptError) -> ScriptError:
+        """A timeout in the author's terms: the hook, the limit, and the key that sets it."""
+        limit = self.limits.timeout_ms
+        set_here = self.spec.line("timeout_ms") is not None
+        where = f"{self.spec.shown}" if set_here else "engine.yaml scripts.timeout_ms"
+        message = (
+            f"hook {self.name!r} ran past its time limit of {limit} ms ({exc.message}); "
+            f"timeout_ms is set in {where}: make the script do less per call, or raise "
+            "timeout_ms in the hook's YAML"
+        )
+        return type(exc)(
+            message,
+            hook=exc.hook,
+            language=exc.language,
+            line=exc.line,
+            column=exc.column,
+            cause=exc.cause,
+        )
 
     def send_batch(
         self, point: str, event: dict[str, Any], calls: list[BatchCall]
@@ -149,11 +174,13 @@ def _no_result() -> ScriptError:
     return ScriptLimitError("the worker answered no result", cause="crashed")
 
 
-def _located(exc: ScriptError, hook: str, filename: str, offset: int) -> ScriptError:
+def _located(exc: ScriptError, hook: str, filename: str, offsets: tuple[int, int]) -> ScriptError:
     """The same error, its message led by ``file:line:column`` when the sandbox knows them."""
     where = filename
+    lines, columns = offsets
     if exc.line is not None:
-        where += f":{exc.line + offset}" + (f":{exc.column}" if exc.column is not None else "")
+        column = f":{exc.column + columns}" if exc.column is not None else ""
+        where += f":{exc.line + lines}{column}"
     return type(exc)(
         f"{where}: {exc.message}",
         hook=hook,
@@ -202,11 +229,17 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
         points=points,
         uses_state=bool(_USES_STATE.search(source)),
         # an inline source's first line is the one after ``source: |``
-        line_offset=0 if spec.script_path is not None else (spec.line("source") or 0),
+        line_offset=0 if spec.script_path is not None else _inline_at(spec)[0],
+        column_offset=0 if spec.script_path is not None else _inline_at(spec)[1],
         owner=f"{spec.shown}:{config.name}#{next(_instances)}",
         owned={} if agent is None else {agent: script},
         config_key=config_key(config.config),
     )
+
+
+def _inline_at(spec: HookSpec) -> tuple[int, int]:
+    """Lines and columns before an inline script's text in its YAML (see HookSpec.source_at)."""
+    return spec.source_at or (spec.line("source") or 0, 0)
 
 
 def _key_owner(agent: str, hook: str) -> str:

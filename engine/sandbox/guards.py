@@ -440,6 +440,55 @@ class Host:
         )
 
 
+class Printer:
+    """``print`` in a Python script: each call writes one line to the hook's log, as
+    ``host.log`` does (same line and size caps).
+
+    RestrictedPython turns ``print(...)`` into ``_print._call_print(...)`` on a collector made
+    by ``_print_`` at the top of each function; this is that collector. Every value is turned
+    into text by the script's own ``str`` (size-checked, addresses scrubbed), inside the call's
+    limits; ``sep`` and ``end`` must be text, and ``file=`` is refused (there are no files).
+    The line is cut at the log's text cap before it is logged, so print never fails for length.
+    """
+
+    __slots__ = ("_cap", "_log", "_str")
+
+    def __init__(self, log: Callable[[str], None], text: Callable[[Any], str], cap: int) -> None:
+        self._log, self._str, self._cap = log, text, cap
+
+    def _call_print(
+        self, *objects: Any, sep: Any = " ", end: Any = "\n", file: Any = None, flush: Any = False
+    ) -> None:
+        if file is not None:
+            raise TypeError("print: file= is not supported (print writes to the hook's log)")
+        sep = " " if sep is None else sep
+        end = "\n" if end is None else end
+        if type(sep) is not str or type(end) is not str:
+            raise TypeError("print: sep and end must be str")
+        parts: list[str] = []
+        size = 0
+        for i, obj in enumerate(objects):
+            if size > self._cap:
+                break
+            text = (sep if i else "") + self._str(obj)
+            parts.append(text[: self._cap - size + 1])
+            size += len(text)
+        line = "".join(parts)
+        self._log(line if len(line) <= self._cap else line[: self._cap - 1] + "…")
+
+
+def printer_factory(
+    log: Callable[[str], None], text: Callable[[Any], str], cap: int
+) -> Callable[..., Printer]:
+    """The ``_print_`` global: RestrictedPython calls it with ``_getattr_`` in each function
+    that prints."""
+
+    def make(_getattr_: Any = None) -> Printer:
+        return Printer(log, text, cap)
+
+    return make
+
+
 def _check_text(where: str, name: str, value: Any, cap: int) -> None:
     if type(value) is not str:
         raise TypeError(f"{where}: {name} must be a string")

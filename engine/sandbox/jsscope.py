@@ -189,3 +189,8 @@ def _parser() -> Any:
     import tree_sitter_javascript
 
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_javascript.language()))
+
+
+def parser() -> Any:
+    """The tree-sitter JavaScript parser (made once); static checks read scripts with it."""
+    return _parser()

@@ -24,7 +24,7 @@ FORBIDDEN_NAMES = frozenset(
         "locals",
         "id",
         "hash",
-        "print",
+        "printed",
         "input",
         "breakpoint",
         "help",

@@ -56,7 +56,8 @@ class Worker:
             stderr=subprocess.DEVNULL,
             cwd=cwd,
             # A fixed hash seed: a set of strings iterates in the same order in every worker.
-            env={"LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0"},
+            # TZ: a script's Date shows UTC on every machine, so a replay reads the same
+            env={"LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "TZ": "UTC"},
             close_fds=True,
         )
         self._out = self.proc.stdout.fileno()  # type: ignore[union-attr]

@@ -23,6 +23,7 @@ from engine.sandbox.guards import (
     Host,
     MemoryExhausted,
     make_guards,
+    printer_factory,
 )
 from engine.sandbox.policy import ScriptPolicy, fold_constant_tables
 from engine.sandbox.sizes import SizeLimit, check_binop, text_size
@@ -183,6 +184,7 @@ class PythonRuntime:
         }
         host = Host(inputs, out, lambda op: self._host_regex(op, budget=budget, limits=limits))
         env = self._globals(budget, limits)
+        env["_print_"] = printer_factory(host.log, self._base["str"], limits["max_text_chars"])
         result: list[Any] = []
 
         def run() -> None:
@@ -222,6 +224,8 @@ class PythonRuntime:
         b["pow"] = lambda *args: _pow(budget, *args)
         env: dict[str, Any] = {"__builtins__": b, "__name__": "script"}
         env.update(make_guards(budget))
+        # print at load time (the top level, once) has no call to log to: it is dropped
+        env["_print_"] = printer_factory(_dropped, self._base["str"], limits["max_text_chars"])
         return env
 
     def _run(
@@ -351,6 +355,10 @@ def translate(source: str, filename: str) -> tuple[CodeType | None, list[dict[st
         return None, [
             {"line": 1, "column": None, "message": "the script is nested too deeply to compile"}
         ]
+
+
+def _dropped(line: str) -> None:
+    """Where a print outside any call goes: nowhere (see PythonRuntime._globals)."""
 
 
 def _range(budget: Budget, *args: Any) -> range:

@@ -43,7 +43,7 @@ def check_json(value: Any, *, max_depth: int, what: str) -> None:
             if kind is dict:
                 for key in v:
                     if type(key) is not str:
-                        raise InvalidValue(f"{what}: object keys must be strings")
+                        raise InvalidValue(f"{what}: dict keys must be str")
                 todo.extend((item, depth + 1) for item in v.values())
             else:
                 todo.extend((item, depth + 1) for item in v)
@@ -63,8 +63,8 @@ def json_size(value: Any) -> int:
 def check_result(value: Any, limits: dict[str, int]) -> None:
     """A call's return: None or a plain JSON object within the depth and size caps."""
     if value is not None and type(value) is not dict:
-        what = "an array" if type(value) is list else type(value).__name__
-        raise InvalidValue(f"result: must be null or a plain object, not {what}")
+        what = "a list" if type(value) is list else f"a {type(value).__name__}"
+        raise InvalidValue(f"result: must be None or a dict, not {what}")
     check_json(value, max_depth=limits["max_depth"], what="result")
     if json_size(value) > limits["max_result_bytes"]:
         raise InvalidValue(f"result: larger than {limits['max_result_bytes']} bytes")

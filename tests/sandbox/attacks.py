@@ -27,6 +27,12 @@ def js(name: str, body: str, top: str = "") -> Attack:
 
 
 PYTHON: list[Attack] = [
+    # print: one log line, nothing else
+    py("print_to_file", 'print("x", file=host)\nreturn {"leak": True}'),
+    py("print_collector_attribute", 'return {"leak": str(print.__self__)}'),
+    py("printed_variable", 'print("x")\nreturn {"leak": printed}'),
+    py("print_huge_sep", 'print(1, 2, sep="x" * 10000000)\nreturn None'),
+    py("print_str_trick", "print(host, event, str)\nreturn None"),
     # files and network
     py("open_write", 'open(host.config["dir"] + "/pwned", "w").write("x")'),
     py("open_read", 'return {"leak": open("/etc/passwd").read()}'),
@@ -235,6 +241,42 @@ JAVASCRIPT: list[Attack] = [
         'return {leak: typeof __he !== "undefined" || typeof __heHost !== "undefined" || typeof HookRegex !== "undefined"};',
     ),
     js("date_clock", "return {leak: Date.now()};"),
+    js(
+        "date_constructor_via_prototype",
+        "return {leak: new (new Date(0).constructor)().getTime()};",
+    ),
+    js("date_reflect_construct", "return {leak: Reflect.construct(Date, [], Object).getTime()};"),
+    js("date_subclass_clock", "class D extends Date {}\nreturn {leak: new D().getTime()};"),
+    js(
+        "date_prototype_constructor_swap",
+        "Date.prototype.constructor = null; return {leak: Date.prototype.constructor === null};",
+    ),
+    js("date_now_swap", "Date.now = function () { return 1; }; return {leak: Date.now() === 1};"),
+    js(
+        "console_pollution",
+        "console.log.stash = 1; Object.prototype.polluted = 1; return {leak: console.log.stash};",
+    ),
+    js("console_replaced", "console.log = function () {}; return {leak: true};"),
+    js(
+        "console_getter_reads_config",
+        'var seen = null; console.log({get a() { seen = host.config.dir; return 1; }}); return {leak: seen !== null && seen.indexOf("pwned") >= 0};',
+    ),
+    js(
+        "console_to_json_returns_global",
+        "console.log({toJSON: function () { return globalThis; }}); return null;",
+    ),
+    js(
+        "console_recursion",
+        "var o = {get a() { console.log(o); return 1; }}; console.log(o); return {leak: true};",
+    ),
+    js(
+        "console_huge_arguments",
+        "var a = []; for (var i = 0; i < 100000; i++) { a.push('x'.repeat(100)); } console.log.apply(null, a); return null;",
+    ),
+    js(
+        "console_to_string_trick",
+        'var o = {toString: function () { throw new Error("ran"); }}; console.log(o, [o], Symbol("s"), 1n); return null;',
+    ),
     js("math_random", "return {leak: Math.random()};"),
     js(
         "atomics_wait",

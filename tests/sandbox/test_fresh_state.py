@@ -97,7 +97,13 @@ JS_CHANNELS: dict[str, tuple[str, str]] = {
         "",
         "(function f() { return f.caller; })() !== undefined && (function f() { return f.caller; })() !== null",
     ),
-    "date_and_random_absent": ("", "typeof Date !== 'undefined' || typeof WeakRef !== 'undefined'"),
+    "weakref_absent": ("", "typeof WeakRef !== 'undefined'"),
+    "date_static_write": ("try { Date.now = null; } catch (e) {}", "Date.now === null"),
+    "date_prototype_write": (
+        "try { Date.prototype.getTime = null; } catch (e) {}",
+        "Date.prototype.getTime === null",
+    ),
+    "console_write": ("try { console.log = null; } catch (e) {}", "console.log === null"),
     # the strict, frozen wrapper: nothing at top level reaches an object that outlives the call
     "arguments_callee_of_the_wrapper": ("me.stash = event.input;", "me.stash !== undefined"),
     "wrapper_prototype": ("me.prototype.stash = 1;", "me.prototype.stash !== undefined"),

@@ -10,8 +10,14 @@ import pytest
 
 from engine.errors import StoreError, StoreUnavailableError
 from engine.store import Record, RecordQuery, open_store
-from engine.store.lazy import WIDTHS, LazyStore, open_lazy_store
-from engine.store.schema import records_table
+from engine.store.lazy import (
+    HOST_WIDTH,
+    TURN_LOG_WIDTHS,
+    WIDTHS,
+    LazyStore,
+    open_lazy_store,
+)
+from engine.store.schema import records_table, turn_log_table
 from engine.store.sql import SqlStore
 from engine.store.version import SCHEMA_VERSION
 
@@ -50,6 +56,9 @@ def rows(path: Path) -> list[tuple[object, ...]]:
 def test_the_widths_are_the_records_tables() -> None:
     widths = {name: getattr(records_table.c[name].type, "length", None) for name in WIDTHS}
     assert widths == WIDTHS
+    assert getattr(records_table.c.host.type, "length", None) == HOST_WIDTH
+    keys = (turn_log_table.c.agent, turn_log_table.c.session_id)
+    assert tuple(getattr(c.type, "length", None) for c in keys) == TURN_LOG_WIDTHS
 
 
 def test_a_current_sqlite_file_gets_the_lazy_store(tmp_path: Path) -> None:

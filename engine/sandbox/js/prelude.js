@@ -20,8 +20,70 @@ globalThis.__he = (function (g) {
    getProto(async function* () {})].forEach(function (p) {
     Object.defineProperty(p, "constructor", { value: noStrings });
   });
+  /* Date keeps its calendar but loses its clock: see callDate below. */
+  var RealDate = g.Date, construct = Reflect.construct, dateParse = RealDate.parse;
+  delete RealDate.now;
   ["eval", "Date", "performance", "WeakRef", "FinalizationRegistry", "SharedArrayBuffer",
    "Atomics", "queueMicrotask", "__heHost", "__heRegex"].forEach(function (k) { delete g[k]; });
+  /* The running call: its request, its output and its time (ms, or NaN when the event has
+     none); null at load time and between calls. console and Date read it. */
+  var current = null, currentOut = null, currentTime = NaN;
+  /* Date with the call's frozen time: ``new Date()`` and ``Date.now()`` give the event's time
+     (host.now()), so a replay decides the same way and no script can read a clock (no
+     timing attack, no real time). With arguments it is the ordinary Date; the worker runs in
+     UTC, so local-time methods are UTC ones. The real constructor stays in this closure:
+     Date.prototype.constructor is this one. */
+  function callTime(what) {
+    if (current === null) { throw new TypeError(what + ": the time is only known inside an on_<point> call (it is host.now())"); }
+    if (currentTime !== currentTime) { throw new TypeError(what + ": this event has no time (host.now() is null)"); }
+    return currentTime;
+  }
+  function Date(year, month, day, hours, minutes, seconds, ms) {
+    if (new.target === undefined) { return new RealDate(callTime("Date()")).toString(); }
+    return construct(RealDate, arguments.length === 0 ? [callTime("new Date()")] : arguments, new.target);
+  }
+  Date.prototype = RealDate.prototype;
+  defineProperty(RealDate.prototype, "constructor", { value: Date, writable: false, enumerable: false, configurable: false });
+  Date.now = function now() { return callTime("Date.now()"); };
+  Date.parse = dateParse;
+  Date.UTC = RealDate.UTC;
+  g.Date = Date;
+  function timeOf(event) {
+    var t = event !== null && typeof event === "object" && hasOwn.call(event, "time") ? event.time : null;
+    /* Python writes microseconds; Date.parse reads milliseconds */
+    return typeof t === "string" ? dateParse(t.replace(/(\.\d{3})\d+/, "$1")) : NaN;
+  }
+  /* console.log/info/warn/error/debug: host.log with the level leading the line (log and info
+     plain). Each value is shown as text the way the call's results are checked (JSON, within
+     the same depth and size caps), an Error as its name and message; the line is cut at the log
+     cap, never refused. Outside a call (at load) nothing is logged. */
+  function shown(v, L, room) {
+    if (typeof v === "string") { return v.length > room ? v.slice(0, room) : v; }
+    if (v === undefined) { return "undefined"; }
+    if (typeof v === "symbol") { return "[symbol]"; }
+    if (typeof v === "function") { return "[function]"; }
+    if (typeof v !== "object" || v === null) { return typeof v === "bigint" ? String(v) + "n" : String(v); }
+    if (v instanceof Error) { var d = describe(v); return d.type + ": " + d.message; }
+    try {
+      return toJSON(v, L.max_depth, room, "console", false);
+    } catch (e) {
+      /* only the checker's own refusals become a marker; a script's error still propagates */
+      if (e !== null && typeof e === "object" && (e.heHost === true || (e instanceof TypeError && /circular/i.test(e.message)))) { return "[object]"; }
+      throw e;
+    }
+  }
+  function logger(level) {
+    return function () {
+      if (current === null) { return undefined; }
+      var L = current.limits, cap = L.max_text_chars, line = level, n = arguments.length;
+      for (var i = 0; i < n && line.length < cap; i++) {
+        line += (i === 0 ? "" : " ") + shown(arguments[i], L, cap - line.length);
+      }
+      api(current, currentOut).log(line.length > cap ? line.slice(0, cap) : line);
+      return undefined;
+    };
+  }
+  g.console = freeze({ log: logger(""), info: logger(""), debug: logger("debug: "), warn: logger("warn: "), error: logger("error: ") });
   /* Accessors whose setters keep a realm-wide value that freezing cannot stop: a call could
      leave a number or a function there for the next one. */
   delete Error.stackTraceLimit;
@@ -192,6 +254,9 @@ globalThis.__he = (function (g) {
     var out = { logs: [], dropped_logs: 0, emits: [], state_writes: {}, state_ttls: {} };
     impl = null;
     freshPatterns();
+    current = req;
+    currentOut = out;
+    currentTime = timeOf(req.event);
     try {
       if (script === null) { fail("call", "no script is loaded"); }
       var fns = perCall || kept === null ? script() : body(kept);
@@ -219,7 +284,7 @@ globalThis.__he = (function (g) {
         return ["!", run(request, true)].join("");  /* joined: see the answer below */
       }
       return stringify({ ok: false, error: describe(e) });
-    }
+    } finally { current = null; currentOut = null; }
     if (out.dropped_logs) { out.logs.push("[" + out.dropped_logs + " more log lines dropped]"); }
     if (out.logs.length === 0 && out.emits.length === 0 && ownKeys(out.state_writes).length === 0) {
       /* The common answer without four stringify calls: a fifth of a small call's CPU time.
