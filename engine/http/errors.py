@@ -117,7 +117,8 @@ def invalid_input(exc: RequestValidationError, request: Request | None = None) -
     """FastAPI's validation failure as a 422 naming each field by its path; a 415 when the
     body was not read as JSON because the request did not say it is JSON."""
     errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
-    if request is not None and any(e["loc"] == ["body"] for e in errors):
+    unread = any(e["loc"] == ("body",) and e["type"] != "missing" for e in exc.errors())
+    if request is not None and unread:  # a body was sent, and not read as JSON
         kind = request.headers.get("content-type", "")
         if not JSON_TYPE.match(kind):
             got = repr(kind) if kind else "none"
