@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute, Match, Route
 
-from engine.http import decisions, opa
+from engine.http import claude_code, decisions, litellm, opa
 from engine.http.auth import load_auth, require
 from engine.http.errors import (
     ApiError,
@@ -117,8 +117,15 @@ DECISION_PREFIXES = (
 ``http.max_concurrency`` of them run at once."""
 
 RouterFactory = Callable[[Any, Callable[..., Any]], APIRouter]
-ROUTERS: tuple[RouterFactory, ...] = (decisions.router, opa.router)
-"""The decision routers, each made from the engine and the ``decide`` dependency."""
+ROUTERS: tuple[RouterFactory, ...] = (
+    decisions.router,
+    opa.router,
+    litellm.router,
+    claude_code.router,
+)
+"""The decision routers, each made from the engine and the ``decide`` dependency: native,
+OPA-compatible, LiteLLM's guardrail API (docs/litellm.md), Claude Code's hooks
+(docs/claude-code.md)."""
 
 ScopePath = Annotated[
     str,

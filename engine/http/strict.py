@@ -59,20 +59,34 @@ def depth(data: Any) -> int:
     return deepest
 
 
-async def strict_json(request: Request) -> None:
-    """Refuse (422) a body the lenient parser would take but a policy must not: a key twice
-    in one object (which one wins differs between parsers), NaN or Infinity, a number too
-    large for a float, nesting deeper than ``MAX_DEPTH``."""
-    body = await request.body()
+def parse_strict(body: bytes) -> Any:
+    """``body`` as JSON, refusing what a policy must not take (see the module).
+
+    Raises:
+        ValueError: not JSON (``json.JSONDecodeError``), or JSON a policy must not take;
+            the message says which.
+    """
     try:
         data = json.loads(
             body, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float
         )
-    except json.JSONDecodeError:
-        return  # not JSON at all: the body's own validation says so
-    except (ValueError, RecursionError) as exc:
-        message = "nested too deep" if isinstance(exc, RecursionError) else str(exc)
-        raise ApiError(422, "invalid_input", message, [{"loc": ["body"], "msg": message}]) from exc
+    except RecursionError as exc:
+        raise ValueError("nested too deep") from exc
     if body.count(b"[") + body.count(b"{") > MAX_DEPTH and depth(data) > MAX_DEPTH:
-        message = f"nested deeper than {MAX_DEPTH} levels"
-        raise ApiError(422, "invalid_input", message, [{"loc": ["body"], "msg": message}])
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    return data
+
+
+async def strict_json(request: Request) -> None:
+    """A route dependency: 422 for a body the lenient parser would take but a policy must
+    not: a key twice in one object (which one wins differs between parsers), NaN or Infinity,
+    a number too large for a float, nesting deeper than ``MAX_DEPTH``. A body that is not
+    JSON at all is left to the route's own validation."""
+    try:
+        parse_strict(await request.body())
+    except json.JSONDecodeError:
+        return
+    except ValueError as exc:
+        raise ApiError(
+            422, "invalid_input", str(exc), [{"loc": ["body"], "msg": str(exc)}]
+        ) from exc
