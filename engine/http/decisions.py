@@ -41,25 +41,35 @@ class Scope(BaseModel):
     process: str | None = Field(default=None, max_length=200)
 
 
-class DecisionIn(BaseModel):
-    """A point's event, whose it is, and whether to explain the decision hook by hook."""
+class BatchItem(BaseModel):
+    """A point's event, whose it is, and which turn (one input of a batch)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     event: dict[str, Any] = Field(default_factory=dict)
     """The point's event fields (docs/points.md), e.g. at tool_call ``{name, input}``."""
     scope: Scope = Field(default_factory=Scope)
+    turn_id: str | None = Field(default=None, max_length=200)
+    """The turn this event belongs to: the ``turn_id`` a ``before_user_message`` decision
+    answered; ``feedback`` needs the turn it rates."""
+    time: str | None = Field(default=None, max_length=64)
+    """When it happened, ISO-8601 (default: now)."""
+
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments of ``Agent.evaluate`` besides the event."""
+        found = self.scope.model_dump(exclude_none=True)
+        if self.turn_id is not None:
+            found["turn_id"] = self.turn_id
+        if self.time is not None:
+            found["time"] = self.time
+        return found
+
+
+class DecisionIn(BatchItem):
+    """One decision, and whether to explain it hook by hook."""
+
     explain: StrictBool = False
     """Also answer ``hooks``: each hook's run (name, kind, status, change, error, time)."""
-
-
-class BatchItem(BaseModel):
-    """One input of a batch."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    event: dict[str, Any] = Field(default_factory=dict)
-    scope: Scope = Field(default_factory=Scope)
 
 
 class BatchIn(BaseModel):
@@ -75,6 +85,9 @@ class DecisionOut(BaseModel):
 
     decision_id: str
     """The record id (correlates with ``hookengine records``)."""
+    turn_id: str | None
+    """The turn: given, or made at ``before_user_message`` (pass it to the turn's later
+    points and to ``feedback``)."""
     blocked: bool
     reason: str | None
     changes: dict[str, Any]
@@ -138,6 +151,7 @@ def decision(outcome: Outcome, event: Mapping[str, Any], *, explain: bool = Fals
     """The native answer for an outcome (``DecisionOut`` as JSON data)."""
     data = {
         "decision_id": outcome.id,
+        "turn_id": outcome.turn_id,
         "blocked": outcome.blocked,
         "reason": outcome.reason,
         "changes": changes(outcome, event),
@@ -162,26 +176,30 @@ def evaluate(
     agent: Any,
     point: str,
     event: Mapping[str, Any],
-    scope: Mapping[str, Any],
+    options: Mapping[str, Any],
     *,
     host: str | None,
     at: Place,
 ) -> Outcome:
-    """``agent.evaluate``, its EventError turned into a 422 naming the request's paths."""
+    """``agent.evaluate`` (``options``: scope, turn_id, time), its EventError turned into a
+    422 naming the request's paths."""
     try:
-        return agent.evaluate(point, event, host=host, **scope)
+        return agent.evaluate(point, event, host=host, **options)
     except EventError as exc:
         raise relocate(exc, at) from exc
 
 
 def relocate(exc: EventError, at: Place) -> ApiError:
     """The engine's error paths as the request's: ``["input"]`` -> ``[*at.event, "input"]``,
-    ``["scope", "user_id"]`` -> ``[*at.scope, "user_id"]``, ``["host"]`` -> the query's."""
+    ``["scope", "user_id"]`` -> ``[*at.scope, "user_id"]``, ``["turn_id"]`` beside the
+    scope, ``["host"]`` -> the query's."""
     fixed = []
     for error in exc.errors:
         where = list(error["loc"])
         if where[:1] == ["scope"]:
             where = [*at.scope, *where[1:]]
+        elif where[:1] in (["turn_id"], ["time"]):  # beside the scope
+            where = [*at.scope[:-1], *where]
         elif where[:1] == ["host"]:
             where = ["query", *where]
         else:
@@ -200,9 +218,9 @@ def decide_batch(
 ) -> dict[str, Outcome | ApiError]:
     """Each input's outcome, or its 422 (one bad input does not stop the others)."""
     done: dict[str, Outcome | ApiError] = {}
-    for key, (event, scope) in items.items():
+    for key, (event, options) in items.items():
         try:
-            done[key] = evaluate(agent, point, event, scope, host=host, at=at(key))
+            done[key] = evaluate(agent, point, event, options, host=host, at=at(key))
         except ApiError as exc:
             done[key] = exc
     return done
@@ -234,10 +252,9 @@ def router(engine: Any, authorize: Callable[..., Any]) -> APIRouter:
     ) -> JSONResponse:
         """Decide one point: blocks are 200s too (``blocked``, ``reason``)."""
         found, name = find_agent(engine, agent), check_point(point)
-        scope = body.scope.model_dump(exclude_none=True)
         at = Place(["body", "event"], ["body", "scope"])
         outcome = await run_in_threadpool(
-            evaluate, found, name, body.event, scope, host=host, at=at
+            evaluate, found, name, body.event, body.options(), host=host, at=at
         )
         return JSONResponse(decision(outcome, body.event, explain=body.explain))
 
@@ -251,10 +268,7 @@ def router(engine: Any, authorize: Callable[..., Any]) -> APIRouter:
     ) -> JSONResponse:
         """Decide up to 100 inputs at one point; each answers as the single route would."""
         found, name = find_agent(engine, agent), check_point(point)
-        items = {
-            key: (item.event, item.scope.model_dump(exclude_none=True))
-            for key, item in body.inputs.items()
-        }
+        items = {key: (item.event, item.options()) for key, item in body.inputs.items()}
         done = await run_in_threadpool(decide_batch, found, name, items, host=host, at=batch_place)
         answers = {
             key: result.body() if isinstance(result, ApiError) else decision(result, items[key][0])

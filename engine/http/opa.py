@@ -3,11 +3,11 @@
 
 ``POST /v1/data/hookengine/{agent}/{point}`` with ``{input}`` answers ``{decision_id,
 result}``; ``result`` is always set (an OPA client treats a missing one as "undefined" and
-the SDK throws). The input is the point's event, plus an optional ``scope``. The batch form
-follows EOPA's: ``POST /v1/batch/data/hookengine/{agent}/{point}`` with ``{inputs: {id:
-input}}`` answers ``{batch_decision_id, responses}``; 200 when every input was decided, 207
-when some were not (those carry ``http_status_code: "500"``, the only failure the SDK reads,
-and the error's ``code`` and ``message``).
+the SDK throws). The input is the point's event, plus optional ``scope``, ``turn_id`` and
+``time``. The batch form follows EOPA's: ``POST /v1/batch/data/hookengine/{agent}/{point}``
+with ``{inputs: {id: input}}`` answers ``{batch_decision_id, responses}``; 200 when every
+input was decided, 207 when some were not (those carry ``http_status_code: "500"``, the
+only failure the SDK reads, and the error's ``code`` and ``message``).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from engine.http.decisions import (
     ID_PATTERN,
     MAX_BATCH,
     AgentPath,
+    BatchItem,
     Place,
     PointPath,
-    Scope,
     changes,
     check_point,
     decide_batch,
@@ -49,13 +49,14 @@ class OpaIn(BaseModel):
 
     input: dict[str, Any]
     """The point's event fields, and optionally ``scope: {user_id, session_id, template,
-    process}``."""
+    process}``, ``turn_id`` and ``time``."""
 
 
 class OpaResult(BaseModel):
     """The decision as an OPA document: ``allow`` is what a plain OPA client checks."""
 
     allow: bool
+    turn_id: str | None
     blocked: bool
     reason: str | None
     changes: dict[str, Any]
@@ -96,21 +97,28 @@ BATCH_MIXED: dict[int | str, dict[str, Any]] = {
 }
 
 
-def split_input(data: Mapping[str, Any], at: Place) -> tuple[dict, dict]:
-    """The event and the scope of an OPA input (422 for a malformed ``scope``)."""
+CALL_KEYS = ("scope", "turn_id", "time")
+"""Keys of an OPA input that are not event fields: they go to ``Agent.evaluate`` beside it."""
+
+
+def split_input(data: Mapping[str, Any], at: Place) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The event of an OPA input, and ``Agent.evaluate``'s options from its ``scope``,
+    ``turn_id`` and ``time`` (422 naming a malformed one)."""
     event = dict(data)
-    raw = event.pop("scope", None)
+    call = {key: event.pop(key) for key in CALL_KEYS if event.get(key) is not None}
     try:
-        scope = Scope.model_validate({} if raw is None else raw)
+        item = BatchItem.model_validate({"event": event, **call})
     except ValidationError as exc:
-        errors = [{"loc": [*at.scope, *e["loc"]], "msg": e["msg"]} for e in exc.errors()]
+        base = at.scope[:-1]
+        errors = [{"loc": [*base, *e["loc"]], "msg": e["msg"]} for e in exc.errors()]
         raise ApiError(422, "invalid_input", summarize(errors), errors) from exc
-    return event, scope.model_dump(exclude_none=True)
+    return event, item.options()
 
 
 def result(outcome: Outcome, event: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "allow": not outcome.blocked,
+        "turn_id": outcome.turn_id,
         "blocked": outcome.blocked,
         "reason": outcome.reason,
         "changes": changes(outcome, event),

@@ -138,6 +138,25 @@ def test_tool_result_redaction_and_injected_messages_are_changes(client: httpx.C
     assert injected["changes"] == {"messages": [{"role": "system", "content": "be kind"}]}
 
 
+def test_a_turn_id_is_answered_and_taken_back(client: httpx.Client, engine: Engine) -> None:
+    asked = {"event": {"question": "hi"}, "scope": {"user_id": "u7"}}
+    turn = client.post("/v1/agents/a/points/before_user_message", json=asked).json()["turn_id"]
+    assert isinstance(turn, str) and turn
+    rated = {"event": {"rating": "like"}, "turn_id": turn, "scope": {"user_id": "u7"}}
+    liked = client.post("/v1/agents/a/points/feedback", json=rated)
+    assert liked.status_code == 200 and liked.json()["turn_id"] == turn
+    opa = {"input": {"name": "ls", "input": {}, "turn_id": turn, "time": "2026-01-02T03:04:05Z"}}
+    assert (
+        client.post("/v1/data/hookengine/a/tool_call", json=opa).json()["result"]["turn_id"] == turn
+    )
+    stored = engine.records(agent="a", limit=500)
+    assert {r.point for r in stored if r.event.get("turn_id") == turn} >= {"feedback", "tool_call"}
+    late = client.post("/v1/agents/a/points/feedback", json={**rated, "time": "yesterday"})
+    assert late.status_code == 422 and late.json()["errors"][0]["loc"] == ["body", "time"]
+    bad = client.post("/v1/data/hookengine/a/tool_call", json={"input": {"name": "ls", "time": 5}})
+    assert bad.status_code == 422 and bad.json()["errors"][0]["loc"] == ["body", "input", "time"]
+
+
 def test_explain_answers_each_hooks_run(client: httpx.Client) -> None:
     body = client.post(TOOL, json={**shell("rm x"), "explain": True}).json()
     runs = {run["name"]: run for run in body["hooks"]}
@@ -177,6 +196,7 @@ def test_opa_data_answers_decision_id_and_result(client: httpx.Client) -> None:
     allowed = client.post("/v1/data/hookengine/a/tool_call", json={"input": shell("ls")["event"]})
     assert allowed.json()["result"] == {
         "allow": True,
+        "turn_id": None,
         "blocked": False,
         "reason": None,
         "changes": {},

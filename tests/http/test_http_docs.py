@@ -22,7 +22,14 @@ from tests.http.test_http import run_server
 
 DOCS = REPO / "docs"
 TOKEN = "docs-example-token"
-VOLATILE = {"decision_id", "batch_decision_id", "duration_us", "duration_ms", "version"}
+VOLATILE = {
+    "decision_id",
+    "batch_decision_id",
+    "turn_id",
+    "duration_us",
+    "duration_ms",
+    "version",
+}
 BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)
 
 
