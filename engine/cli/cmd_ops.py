@@ -233,7 +233,7 @@ def remote_status(url: str, token: str, *, timeout_s: float = 10.0) -> dict[str,
 
 def _detail(exc: urllib.error.HTTPError) -> str:
     try:
-        return str(json.loads(exc.read().decode("utf-8"))["detail"])
+        return str(json.loads(exc.read().decode("utf-8"))["message"])
     except (ValueError, KeyError, TypeError, OSError):
         return str(exc.reason)
 

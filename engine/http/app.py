@@ -1,22 +1,29 @@
-"""The admin HTTP app: health, and a scope's memory to read or forget (bearer token, fail
-closed). FastAPI is imported here and nowhere else."""
+"""The HTTP app: decisions for any host (native, batch, OPA-compatible) behind ``decide``
+tokens, and the admin routes (status, a scope's memory) behind ``admin`` tokens. FastAPI is
+imported here and in the route modules beside it (engine/http/), nowhere else."""
 
 from __future__ import annotations
 
-import hmac
 import logging
-import os
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Path, Request
+from fastapi import APIRouter, Depends, FastAPI, Path, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute, Match, Route
 
-from engine.errors import StoreError
-from engine.http.limits import BodyLimit, HeadLimit
+from engine.http import claude_code, decisions, litellm, opa
+from engine.http.auth import load_auth, require
+from engine.http.errors import (
+    ApiError,
+    install_error_handlers,
+    invalid_input,
+    responses,
+    summarize,
+)
+from engine.http.limits import BodyLimit, HeadLimit, InFlightLimit, TokenGate
 from engine.store import Store
 
 log = logging.getLogger("engine.http")
@@ -36,12 +43,6 @@ SCOPE_HINT = (
     "must be user:<id>, session:<id>, template:<name> or process:<name>; the id 1 to 200 "
     "characters without '/', whitespace or control characters"
 )
-
-
-class Problem(BaseModel):
-    """An error: what went wrong, in a sentence."""
-
-    detail: str
 
 
 class FactOut(BaseModel):
@@ -96,14 +97,35 @@ class HealthOut(BaseModel):
     agents: list[str]
 
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    401: {"model": Problem, "description": "No bearer token, or the wrong one."},
-    404: {"model": Problem, "description": "Nothing is remembered for this scope."},
-    413: {"model": Problem, "description": "The request body is too large."},
-    431: {"model": Problem, "description": "The request line and headers are too large."},
-    422: {"model": Problem, "description": "A malformed scope key."},
-    503: {"model": Problem, "description": "No admin token configured, or the store is down."},
-}
+class ReadyOut(BaseModel):
+    """The agents loaded, each with its reload generation."""
+
+    status: str
+    agents: dict[str, int]
+
+
+ADMIN_ERRORS = responses(401, 403, 404, 413, 422, 431, 503)
+
+DECISION_PREFIXES = (
+    "/v1/agents/",
+    "/v1/batch/",
+    "/v1/data/",
+    "/v1/claude-code/",
+    "/beta/litellm_basic_guardrail_api",
+)
+"""The decision routes: their bodies may be up to ``http.max_decision_body_bytes`` and at most
+``http.max_concurrency`` of them run at once."""
+
+RouterFactory = Callable[[Any, Callable[..., Any]], APIRouter]
+ROUTERS: tuple[RouterFactory, ...] = (
+    decisions.router,
+    opa.router,
+    litellm.router,
+    claude_code.router,
+)
+"""The decision routers, each made from the engine and the ``decide`` dependency: native,
+OPA-compatible, LiteLLM's guardrail API (docs/litellm.md), Claude Code's hooks
+(docs/claude-code.md)."""
 
 ScopePath = Annotated[
     str,
@@ -114,33 +136,6 @@ ScopePath = Annotated[
         "``template:<name>`` or ``process:<name>``.",
     ),
 ]
-
-
-bearer = HTTPBearer(auto_error=False, description="the admin token (http.token_env)")
-
-
-class TokenCheck:
-    """The admin dependency: 503 when no token is configured (fail closed), 401 when the
-    request's bearer token is missing or wrong (compared in constant time)."""
-
-    def __init__(self, token: str, token_env: str) -> None:
-        self.token = token
-        self.token_env = token_env
-
-    def __call__(
-        self,
-        creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-    ) -> None:
-        if not self.token:
-            raise HTTPException(
-                503,
-                f"admin API disabled: no token configured (set ${self.token_env} or http.token)",
-            )
-        given = creds.credentials if creds else ""
-        if not hmac.compare_digest(given.encode(), self.token.encode()):
-            raise HTTPException(
-                401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
-            )
 
 
 def memory_stores(engine: Any) -> list[Store]:
@@ -158,90 +153,121 @@ def allowed_methods(routes: list[BaseRoute], request: Request) -> list[str]:
     """Every method some route serves at the request's path, and OPTIONS (answered here).
 
     Starlette answers a 405 from the first route whose path matched, so a path served by a
-    GET route and a DELETE route said ``Allow: GET``; this takes the union of all of them.
+    GET route and a DELETE route said ``Allow: GET``; this takes the union of all of them,
+    looking into included routers too (they are included without a prefix).
     """
     methods = {"OPTIONS"}
     for route in routes:
-        if isinstance(route, Route) and route.matches(request.scope)[0] is not Match.NONE:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            methods.update(allowed_methods(inner.routes, request))
+        elif isinstance(route, Route) and route.matches(request.scope)[0] is not Match.NONE:
             methods |= route.methods or set()
     return sorted(methods)
 
 
-def describe_invalid(exc: RequestValidationError) -> str:
-    """A 422's detail in compiler style: ``path.scope: <what a scope must be> (got '...')``."""
-    problems = []
-    for error in exc.errors():
-        field = ".".join(str(part) for part in error["loc"])
-        what = SCOPE_HINT if error["loc"][-1] == "scope" else error["msg"]
-        got = repr(error.get("input"))
-        got = got if len(got) <= 60 else got[:60] + "...'"
-        problems.append(f"{field}: {what} (got {got})")
-    return "; ".join(problems)
+def scope_hints(exc: RequestValidationError, request: Request) -> ApiError:
+    """A 422 naming each field (or 415, see ``invalid_input``); a malformed scope key says
+    what a scope must be."""
+    error = invalid_input(exc, request)
+    for item in error.errors:
+        if item["loc"] == ["path", "scope"]:
+            item["msg"] = SCOPE_HINT
+    return ApiError(error.status, error.code, summarize(error.errors), error.errors)
 
 
-def admin_token(engine: Any) -> str:
-    """The configured admin token ("" when none: the admin API then refuses every call)."""
-    http = engine.settings.http
-    return os.environ.get(http.token_env, "") or http.token
-
-
-def create_app(engine: Any) -> FastAPI:
-    """The admin app over a loaded Engine.
+def create_app(
+    engine: Any, *, no_auth: bool = False, routers: Sequence[RouterFactory] = ROUTERS
+) -> FastAPI:
+    """The app over a loaded Engine.
 
     Args:
-        engine: an ``engine.Engine``; its memory hooks' stores are what the API reads.
+        engine: an ``engine.Engine``.
+        no_auth: decisions need no token (``hookengine serve --no-auth``, loopback only);
+            the admin routes still need an admin token.
+        routers: the decision routers to mount, each ``factory(engine, require("decide"))``.
     """
     http = engine.settings.http
-    token = admin_token(engine)
     app = FastAPI(
-        title="hookengine admin",
+        title="hookengine",
         version="1",
-        description="Health, and what the memory hooks remember about a scope.",
+        description="Decisions for any host (native, batch, OPA-compatible); health, "
+        "readiness, status, and what the memory hooks remember about a scope.",
     )
-    app.add_middleware(BodyLimit, max_bytes=http.max_body_bytes)
+    app.state.auth = load_auth(http, no_auth=no_auth)
+    # The last added runs first: the head's size, then the token (before any body is read),
+    # then the place among the decisions in flight, then the body's size.
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=http.max_body_bytes,
+        prefixes=DECISION_PREFIXES,
+        prefix_max_bytes=http.max_decision_body_bytes,
+    )
+    app.add_middleware(
+        InFlightLimit, max_in_flight=http.max_concurrency, prefixes=DECISION_PREFIXES
+    )
+    app.add_middleware(TokenGate, auth=app.state.auth, scope="decide", prefixes=DECISION_PREFIXES)
     app.add_middleware(HeadLimit, max_bytes=http.max_header_bytes)
-    authorize = TokenCheck(token, http.token_env)
+    install_error_handlers(app)
+    install_admin_handlers(app)
+    decide = require("decide")
+    for make in routers:
+        app.include_router(make(engine, decide))
+    app.include_router(admin_router(engine))
+    return app
+
+
+def install_admin_handlers(app: FastAPI) -> None:
+    """Scope hints in 422s; 405 naming what is allowed; OPTIONS answered with ``Allow``."""
 
     @app.exception_handler(RequestValidationError)
     async def malformed(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"detail": describe_invalid(exc)}, status_code=422)
+        return scope_hints(exc, request).response()
 
     @app.exception_handler(405)
     async def not_allowed(request: Request, exc: Exception) -> Response:
         allow = ", ".join(allowed_methods(app.router.routes, request))
         if request.method == "OPTIONS":
             return Response(status_code=204, headers={"Allow": allow})
-        detail = f"{request.method} is not allowed on {request.url.path}; allowed: {allow}"
-        return JSONResponse({"detail": detail}, status_code=405, headers={"Allow": allow})
+        message = f"{request.method} is not allowed on {request.url.path}; allowed: {allow}"
+        return ApiError(405, "method_not_allowed", message, headers={"Allow": allow}).response()
 
-    @app.exception_handler(StoreError)
-    async def store_down(request: Request, exc: StoreError) -> JSONResponse:
-        log.error("store error on %s: %s", request.url.path, exc)
-        return JSONResponse({"detail": "the store is not available"}, status_code=503)
 
-    @app.get("/v1/health", response_model=HealthOut)
+def admin_router(engine: Any) -> APIRouter:
+    """Health and readiness (open), status and memory (``admin`` tokens)."""
+    api = APIRouter(tags=["admin"])
+    admin = [Depends(require("admin"))]
+
+    @api.get("/v1/health", response_model=HealthOut)
     def health() -> HealthOut:
         """Whether the service is up, and the agents it serves."""
         return HealthOut(status="ok", agents=list(engine.agents))
 
-    @app.get("/v1/status", responses=ERRORS, dependencies=[Depends(authorize)])
+    @api.get("/v1/ready", response_model=ReadyOut, responses=responses(503))
+    def ready() -> ReadyOut:
+        """Whether decisions can be asked for (200 with each agent's reload generation), or
+        503 until agents are loaded."""
+        names = engine.agents
+        if not names:
+            raise ApiError(503, "not_ready", "no agent is loaded yet")
+        generations = {name: engine.agent(name).pipeline.generation for name in names}
+        return ReadyOut(status="ready", agents=generations)
+
+    @api.get("/v1/status", responses=ADMIN_ERRORS, dependencies=admin)
     def status() -> dict[str, Any]:
         """Per agent: reload generation, hook versions, last reload error (file and line);
         the reload watcher's health (alive, stalled, errors, restarts, last event); the
         sandbox pool; the record writer's counters (written, dropped by cause, last error)."""
         return dict(engine.status())
 
-    @app.get(
-        "/v1/memory/{scope}",
-        response_model=MemoryOut,
-        responses=ERRORS,
-        dependencies=[Depends(authorize)],
+    @api.get(
+        "/v1/memory/{scope}", response_model=MemoryOut, responses=ADMIN_ERRORS, dependencies=admin
     )
     def read_memory(scope: ScopePath) -> MemoryOut:
         """Facts (with importance, stale and retired flags), the rolling summary, episodes."""
         views = [store.memory_view(scope) for store in memory_stores(engine)]
         if all(v.empty for v in views):
-            raise HTTPException(404, f"nothing is remembered for scope {scope!r}")
+            raise ApiError(404, "not_found", f"nothing is remembered for scope {scope!r}")
         return MemoryOut(
             scope=scope,
             facts=[FactOut(**f.as_data()) for v in views for f in v.facts],
@@ -249,17 +275,17 @@ def create_app(engine: Any) -> FastAPI:
             episodes=[EpisodeOut(**e.as_data()) for v in views for e in v.episodes],
         )
 
-    @app.delete(
-        "/v1/memory/{scope}",
-        response_model=ForgetOut,
-        responses=ERRORS,
-        dependencies=[Depends(authorize)],
+    @api.delete(
+        "/v1/memory/{scope}", response_model=ForgetOut, responses=ADMIN_ERRORS, dependencies=admin
     )
     def forget_memory(scope: ScopePath) -> ForgetOut:
         """Forget everything remembered about a scope (a user's right to be forgotten)."""
         deleted = sum(store.memory_forget(scope) for store in memory_stores(engine))
         if not deleted:
-            raise HTTPException(404, f"nothing is remembered for scope {scope!r}")
+            raise ApiError(404, "not_found", f"nothing is remembered for scope {scope!r}")
         return ForgetOut(scope=scope, deleted=deleted)
 
-    return app
+    return api
+
+
+__all__ = ["ApiError", "create_app", "require"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -102,13 +102,15 @@ def load_auth(http: Any, *, no_auth: bool = False) -> Auth:
     return Auth(tuple(tokens), frozenset({"decide"}) if no_auth else frozenset(), http.token_env)
 
 
-def given_token(creds: HTTPAuthorizationCredentials | None, key: str | None) -> str | None:
-    if creds is not None and creds.credentials:
-        return creds.credentials
-    return key or None
+def token_of(headers: Mapping[str, str]) -> str | None:
+    """The token a request carries: ``Authorization: Bearer <token>``, else ``x-api-key``."""
+    scheme, _, value = headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and value:
+        return value
+    return headers.get("x-api-key") or None
 
 
-def require(scope: str) -> Callable[..., Token | None]:
+def require(scope: str) -> Callable[..., Awaitable[Token | None]]:
     """A FastAPI dependency admitting callers whose token has ``scope`` (``decide``, ``admin``).
 
     It reads the app's ``Auth`` from ``request.app.state.auth`` and raises ``ApiError``
@@ -117,12 +119,14 @@ def require(scope: str) -> Callable[..., Token | None]:
     if scope not in SCOPES:
         raise ValueError(f"unknown scope {scope!r}; one of {', '.join(SCOPES)}")
 
-    def authorize(
+    async def authorize(  # async: a check of microseconds needs no thread hop
         request: Request,
-        creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-        key: Annotated[str | None, Depends(api_key)],
+        _bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+        _key: Annotated[str | None, Depends(api_key)],
     ) -> Token | None:
+        # The two security dependencies put both ways in the OpenAPI document; the token is
+        # read by token_of, as the TokenGate middleware reads it, so both agree.
         auth: Auth = request.app.state.auth
-        return auth.check(scope, given_token(creds, key))
+        return auth.check(scope, token_of(request.headers))
 
     return authorize

@@ -5,6 +5,7 @@ handlers that turn every refusal into it.
 
     ApiError(status, code, message, errors)   raised by routes and dependencies
     RequestValidationError                      -> 422 invalid_input, errors by path
+                                                   (415 if the body was not sent as JSON)
     StarletteHTTPException (404, 405, ...)      -> its status, the code of that status
     EventError (engine.errors)                  -> 422 invalid_input, the engine's errors
     StoreError (engine.errors)                  -> 503 store_unavailable
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,6 +46,8 @@ CODES: dict[int, str] = {
     503: "not_ready",
 }
 """The code a status gets when whoever refused named none."""
+JSON_TYPE = re.compile(r"^\s*application/([a-z0-9.+-]*\+)?json\s*(;|$)", re.IGNORECASE)
+"""A Content-Type FastAPI reads as JSON: application/json, application/<x>+json."""
 
 
 class ErrorItem(BaseModel):
@@ -100,7 +104,8 @@ class ApiError(Exception):
 
 def error_json(status: int, message: str, code: str | None = None) -> bytes:
     """The error body as bytes, for the ASGI middlewares that answer before FastAPI."""
-    return json.dumps(ApiError(status, code, message).body()).encode()
+    body = ApiError(status, code, message).body()
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -108,9 +113,18 @@ def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {s: {"model": ErrorBody, "description": CODES.get(s, "error")} for s in statuses}
 
 
-def invalid_input(exc: RequestValidationError) -> ApiError:
-    """FastAPI's validation failure as a 422 naming each field by its path."""
+def invalid_input(exc: RequestValidationError, request: Request | None = None) -> ApiError:
+    """FastAPI's validation failure as a 422 naming each field by its path; a 415 when the
+    body was not read as JSON because the request did not say it is JSON."""
     errors = [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]
+    unread = any(e["loc"] == ("body",) and e["type"] != "missing" for e in exc.errors())
+    if request is not None and unread:  # a body was sent, and not read as JSON
+        kind = request.headers.get("content-type", "")
+        if not JSON_TYPE.match(kind):
+            got = repr(kind) if kind else "none"
+            msg = f"the body must be JSON, sent as Content-Type: application/json (got {got})"
+            where = [{"loc": ["header", "content-type"], "msg": msg}]
+            return ApiError(415, "unsupported_media_type", msg, where)
     return ApiError(422, "invalid_input", summarize(errors), errors)
 
 
@@ -136,7 +150,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def malformed(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return invalid_input(exc).response()
+        return invalid_input(exc, request).response()
 
     @app.exception_handler(EventError)
     async def wrong_event(request: Request, exc: EventError) -> JSONResponse:

@@ -1,4 +1,4 @@
-"""The admin service's uvicorn server, held against slow and hostile clients: a deadline to
+"""The HTTP service's uvicorn server, held against slow and hostile clients: a deadline to
 read each request, a connection cap, a bounded request head, query strings kept out of the
 access log. uvicorn is imported here and nowhere else in ``engine/``."""
 
@@ -13,9 +13,11 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
+from engine.http.errors import error_json
+
 # h11 states in which the peer is still sending a request (its head, or its body).
 _READING = (h11.IDLE, h11.SEND_BODY)
-_BUSY = b'{"detail": "too many connections open; retry later"}'
+_BUSY = error_json(503, "too many connections open; retry later", "too_many_connections")
 _TOO_MANY = (
     b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
     b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_BUSY), _BUSY)
@@ -146,7 +148,12 @@ def strip_access_log_queries() -> None:
 
 
 def build_server(
-    engine: Any, host: str | None = None, port: int | None = None, *, log_level: str = "info"
+    engine: Any,
+    host: str | None = None,
+    port: int | None = None,
+    *,
+    log_level: str = "info",
+    no_auth: bool = False,
 ) -> uvicorn.Server:
     """The admin server over a loaded Engine, limits from ``http`` in engine.yaml.
 
@@ -155,6 +162,7 @@ def build_server(
         host: address to bind (default ``http.host``).
         port: port to bind (default ``http.port``).
         log_level: uvicorn's log level.
+        no_auth: decisions need no token (``create_app``).
 
     Returns:
         A ``uvicorn.Server``; ``run()`` it (or ``run(sockets=[...])``).
@@ -163,7 +171,7 @@ def build_server(
 
     http = engine.settings.http
     config = AdminConfig(
-        create_app(engine),
+        create_app(engine, no_auth=no_auth),
         read_timeout_s=http.read_timeout_s,
         max_connections=http.max_connections,
         host=host or http.host,

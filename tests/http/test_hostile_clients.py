@@ -271,8 +271,9 @@ def test_a_scope_id_with_control_characters_or_overlong_is_422(
     for bad in BAD_IDS:
         response = client.request(method, f"/v1/memory/{kind}:{bad}", headers=AUTH)
         assert response.status_code == 422, (bad, response.text)
-        detail = response.json()["detail"]
-        assert isinstance(detail, str) and detail.startswith("path.scope: must be user:<id>")
+        body = response.json()
+        assert body["message"].startswith("path.scope: must be user:<id>")
+        assert body["errors"][0]["loc"] == ["path", "scope"]
     assert client.get("/v1/memory/user:u1", headers=AUTH).status_code == 200
 
 
@@ -334,10 +335,12 @@ def test_options_and_405_name_every_method_of_the_path(client: httpx.Client) -> 
         expected = ", ".join(sorted({m.upper() for m in operations} | {"OPTIONS"}))
         options = client.options(url)
         assert options.status_code == 204 and options.headers["allow"] == expected, path
-        for method in ("PUT", "PATCH", "POST"):
+        for method in {"PUT", "PATCH", "POST"} - {m.upper() for m in operations}:
             refused = client.request(method, url, headers=AUTH)
             assert refused.status_code == 405 and refused.headers["allow"] == expected
-            assert method in refused.json()["detail"] and expected in refused.json()["detail"]
+            body = refused.json()
+            assert body["code"] == "method_not_allowed"
+            assert method in body["message"] and expected in body["message"]
     assert client.options("/v1/memory/user:u1").headers["allow"] == "DELETE, GET, OPTIONS"
     assert client.options("/v1/nothing").status_code == 404
 
@@ -345,11 +348,18 @@ def test_options_and_405_name_every_method_of_the_path(client: httpx.Client) -> 
 def test_serve_logs_no_query_strings_and_applies_the_read_deadline(tmp_path: Path) -> None:
     root = tmp_path / "config"
     (root / "agents/a/hooks").mkdir(parents=True)
-    (root / "engine.yaml").write_text("http: {read_timeout_s: 0.5}\n")
+    (root / "engine.yaml").write_text(
+        "http: {read_timeout_s: 0.5, tokens: [{name: d, env: TEST_DECIDE, scopes: [decide]}]}\n"
+    )
     (root / "agents/a/agent.yaml").write_text("hooks: [ctx]\n")
     (root / "agents/a/hooks/ctx.yaml").write_text("kind: inject\nname: ctx\nmessages: []\n")
     port = free_port()
-    env = {**os.environ, "HOOKENGINE_ADMIN_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "HOOKENGINE_ADMIN_TOKEN": TOKEN,
+        "TEST_DECIDE": "decide-token",
+        "PYTHONUNBUFFERED": "1",
+    }
     command = [str(console("hookengine")), "serve", "--config", str(root), "--port", str(port)]
     server = subprocess.Popen(
         [*command, "--db", str(tmp_path / "s.db")],

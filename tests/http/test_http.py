@@ -35,7 +35,12 @@ def load(tmp_path: Path, http: str) -> Engine:
 @pytest.fixture
 def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
     monkeypatch.setenv("TEST_ADMIN_TOKEN", TOKEN)
-    eng = load(tmp_path, "{token_env: TEST_ADMIN_TOKEN, max_body_bytes: 1024}")
+    monkeypatch.setenv("TEST_DECIDE_TOKEN", "decide-token")
+    eng = load(
+        tmp_path,
+        "{token_env: TEST_ADMIN_TOKEN, max_body_bytes: 1024,"
+        " tokens: [{name: d, env: TEST_DECIDE_TOKEN, scopes: [decide]}]}",
+    )
     agent = eng.agent("a")
     agent.after_turn(
         "Меня зовут Алекс, я живу в Берлине",
@@ -90,7 +95,8 @@ def test_admin_calls_without_the_token_are_401(client: httpx.Client, headers) ->
         response = client.request(method, "/v1/memory/user:u1", headers=headers)
         assert response.status_code == 401
         assert response.headers["www-authenticate"] == "Bearer"
-        assert "token" in response.json()["detail"]
+        assert response.json()["code"] == "unauthorized"
+        assert "token" in response.json()["message"]
 
 
 def test_memory_is_the_documented_json(client: httpx.Client) -> None:
@@ -146,12 +152,15 @@ def test_delete_forgets_one_scope(client: httpx.Client) -> None:
 )
 def test_bad_input_is_a_clear_4xx(client: httpx.Client, path: str, status: int) -> None:
     response = client.get(path, headers=AUTH)
-    assert response.status_code == status and response.json()["detail"]
+    body = response.json()
+    assert response.status_code == status and body["message"]
+    assert set(body) == {"code", "message", "errors"}
 
 
 def test_an_oversized_request_is_413(client: httpx.Client) -> None:
     response = client.request("DELETE", "/v1/memory/user:u1", headers=AUTH, content=b"x" * 5000)
-    assert response.status_code == 413 and "larger than 1024" in response.json()["detail"]
+    assert response.status_code == 413 and response.json()["code"] == "body_too_large"
+    assert "larger than 1024" in response.json()["message"]
     assert client.get("/v1/memory/user:u1", headers=AUTH).status_code == 200
 
 
@@ -165,7 +174,8 @@ def test_without_a_configured_token_admin_calls_refuse(
             with httpx.Client(base_url=url, timeout=10) as c:
                 response = c.get("/v1/memory/user:u1", headers={"Authorization": "Bearer x"})
                 assert response.status_code == 503
-                assert "no token configured" in response.json()["detail"]
+                assert response.json()["code"] == "auth_not_configured"
+                assert "no admin token configured" in response.json()["message"]
                 assert c.get("/v1/health").status_code == 200
     finally:
         eng.close()

@@ -1,0 +1,283 @@
+"""The native decision routes: one point's decision, and a batch of them, for any host that
+speaks HTTP. Also what the OPA-compatible routes share with them: finding the agent and the
+point, turning the engine's EventError into the request's paths, and an outcome's
+``changes``."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from starlette.concurrency import run_in_threadpool
+
+from engine.errors import EngineError, EventError
+from engine.http.errors import ApiError, ErrorBody, event_error, responses
+from engine.http.strict import strict_json
+from engine.outcome import DECISION_FIELDS, Outcome
+from engine.points import Point
+
+MAX_BATCH = 100
+"""Inputs in one batch request."""
+ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,200}$"
+
+_decided = operator.attrgetter(*DECISION_FIELDS)
+POINTS = frozenset(p.value for p in Point)
+DECISION_ERRORS = responses(401, 403, 404, 413, 422, 429, 503)
+
+
+class Scope(BaseModel):
+    """Whose turn it is: memory and state fall back user, session, template, process."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    user_id: str | None = Field(default=None, max_length=200)
+    session_id: str | None = Field(default=None, max_length=200)
+    template: str | None = Field(default=None, max_length=200)
+    process: str | None = Field(default=None, max_length=200)
+
+
+class BatchItem(BaseModel):
+    """A point's event, whose it is, and which turn (one input of a batch)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    event: dict[str, Any] = Field(default_factory=dict)
+    """The point's event fields (docs/points.md), e.g. at tool_call ``{name, input}``."""
+    scope: Scope = Field(default_factory=Scope)
+    turn_id: str | None = Field(default=None, max_length=200)
+    """The turn this event belongs to: the ``turn_id`` a ``before_user_message`` decision
+    answered; ``feedback`` needs the turn it rates."""
+    time: str | None = Field(default=None, max_length=64)
+    """When it happened, ISO-8601 (default: now)."""
+
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments of ``Agent.evaluate`` besides the event."""
+        found = self.scope.model_dump(exclude_none=True)
+        if self.turn_id is not None:
+            found["turn_id"] = self.turn_id
+        if self.time is not None:
+            found["time"] = self.time
+        return found
+
+
+class DecisionIn(BatchItem):
+    """One decision, and whether to explain it hook by hook."""
+
+    explain: StrictBool = False
+    """Also answer ``hooks``: each hook's run (name, kind, status, change, error, time)."""
+
+
+class BatchIn(BaseModel):
+    """Up to 100 inputs by caller-chosen ids, decided at one point of one agent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: dict[Annotated[str, Field(pattern=ID_PATTERN)], BatchItem] = Field(max_length=MAX_BATCH)
+
+
+class DecisionOut(BaseModel):
+    """A decision. A block is a 200 too: ``blocked`` with ``reason``."""
+
+    decision_id: str
+    """The record id (correlates with ``hookengine records``)."""
+    turn_id: str | None
+    """The turn: given, or made at ``before_user_message`` (pass it to the turn's later
+    points and to ``feedback``)."""
+    blocked: bool
+    reason: str | None
+    changes: dict[str, Any]
+    """The decided fields that differ from the event: ``input`` (tool_call), ``result``
+    (tool_result), ``answer``, ``question``, ``messages``, ``notices``, ..."""
+    unsupported: list[dict[str, Any]]
+    """Changes the host cannot apply: ``{hook, field, host, message}``."""
+    generation: int
+    """The agent's reload generation that decided."""
+    duration_us: int
+    """The engine's time for this decision, in microseconds."""
+    hooks: list[dict[str, Any]] | None = None
+    """With ``explain``: each hook's run."""
+
+
+class BatchOut(BaseModel):
+    """Per input id: its decision, or the error body saying why there is none."""
+
+    responses: dict[str, DecisionOut | ErrorBody]
+
+
+def find_agent(engine: Any, name: str) -> Any:
+    """The loaded agent ``name``; 503 while none is loaded, 404 for an unknown one."""
+    if not engine.agents:
+        raise ApiError(503, "not_ready", "no agent is loaded yet")
+    try:
+        return engine.agent(name)
+    except EngineError:
+        known = ", ".join(engine.agents)
+        message = f"no agent {name!r} (loaded: {known})"
+        raise ApiError(
+            404, "not_found", message, [{"loc": ["path", "agent"], "msg": message}]
+        ) from None
+
+
+def check_point(name: str) -> str:
+    """``name`` if it is a point; else 404 naming the points there are."""
+    if name not in POINTS:
+        message = f"no point {name!r}; one of {', '.join(sorted(POINTS))}"
+        raise ApiError(404, "not_found", message, [{"loc": ["path", "point"], "msg": message}])
+    return name
+
+
+def changes(outcome: Outcome, event: Mapping[str, Any]) -> dict[str, Any]:
+    """The decided fields that differ from "no change". A field the point does not produce
+    is None; one the event has counts when the outcome's value differs from it (a tools list
+    narrowed to none included); any other counts when it is not empty."""
+    found = {}
+    for name, value in zip(DECISION_FIELDS, _decided(outcome), strict=True):
+        if value is None or name in ("blocked", "reason"):
+            continue
+        if name in event:
+            if value != event[name]:
+                found[name] = value
+        elif value != [] and value != {}:
+            found[name] = value
+    return found
+
+
+def decision(outcome: Outcome, event: Mapping[str, Any], *, explain: bool = False) -> dict:
+    """The native answer for an outcome (``DecisionOut`` as JSON data)."""
+    data = {
+        "decision_id": outcome.id,
+        "turn_id": outcome.turn_id,
+        "blocked": outcome.blocked,
+        "reason": outcome.reason,
+        "changes": changes(outcome, event),
+        "unsupported": outcome.unsupported,
+        "generation": outcome.generation,
+        "duration_us": round(outcome.duration_ms * 1000),
+    }
+    if explain:
+        data["hooks"] = [run.to_dict() for run in outcome.hooks]
+    return data
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where an input's event and scope sit in the request, for error paths."""
+
+    event: list[str | int]
+    scope: list[str | int]
+
+
+def evaluate(
+    agent: Any,
+    point: str,
+    event: Mapping[str, Any],
+    options: Mapping[str, Any],
+    *,
+    host: str | None,
+    at: Place,
+) -> Outcome:
+    """``agent.evaluate`` (``options``: scope, turn_id, time), its EventError turned into a
+    422 naming the request's paths."""
+    try:
+        return agent.evaluate(point, event, host=host, **options)
+    except EventError as exc:
+        raise relocate(exc, at) from exc
+
+
+def relocate(exc: EventError, at: Place) -> ApiError:
+    """The engine's error paths as the request's: ``["input"]`` -> ``[*at.event, "input"]``,
+    ``["scope", "user_id"]`` -> ``[*at.scope, "user_id"]``, ``["turn_id"]`` beside the
+    scope, ``["host"]`` -> the query's."""
+    fixed = []
+    for error in exc.errors:
+        where = list(error["loc"])
+        if where[:1] == ["scope"]:
+            where = [*at.scope, *where[1:]]
+        elif where[:1] in (["turn_id"], ["time"]):  # beside the scope
+            where = [*at.scope[:-1], *where]
+        elif where[:1] == ["host"]:
+            where = ["query", *where]
+        else:
+            where = [*at.event, *where]
+        fixed.append({"loc": where, "msg": error["msg"]})
+    return event_error(EventError(fixed))
+
+
+def decide_batch(
+    agent: Any,
+    point: str,
+    items: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any]]],
+    *,
+    host: str | None,
+    at: Callable[[str], Place],
+) -> dict[str, Outcome | ApiError]:
+    """Each input's outcome, or its 422 (one bad input does not stop the others)."""
+    done: dict[str, Outcome | ApiError] = {}
+    for key, (event, options) in items.items():
+        try:
+            done[key] = evaluate(agent, point, event, options, host=host, at=at(key))
+        except ApiError as exc:
+            done[key] = exc
+    return done
+
+
+HostQuery = Annotated[
+    str | None,
+    Query(
+        pattern=r"^[a-z-]{1,40}$",
+        description="the host that applies the decision (docs/hosts.md): a change it cannot "
+        "apply is listed in ``unsupported``; at tool_call it blocks",
+    ),
+]
+AgentPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.-]{1,100}$", description="an agent")]
+PointPath = Annotated[str, Path(pattern=r"^[a-z_]{1,40}$", description="a point")]
+
+
+def router(engine: Any, authorize: Callable[..., Any]) -> APIRouter:
+    """``POST /v1/agents/{agent}/points/{point}`` and its batch form, behind ``authorize``."""
+    api = APIRouter(dependencies=[Depends(authorize), Depends(strict_json)], tags=["decide"])
+
+    @api.post(
+        "/v1/agents/{agent}/points/{point}",
+        response_model=DecisionOut,
+        responses=DECISION_ERRORS,
+    )
+    async def decide(
+        agent: AgentPath, point: PointPath, body: DecisionIn, host: HostQuery = None
+    ) -> JSONResponse:
+        """Decide one point: blocks are 200s too (``blocked``, ``reason``)."""
+        found, name = find_agent(engine, agent), check_point(point)
+        at = Place(["body", "event"], ["body", "scope"])
+        outcome = await run_in_threadpool(
+            evaluate, found, name, body.event, body.options(), host=host, at=at
+        )
+        return JSONResponse(decision(outcome, body.event, explain=body.explain))
+
+    @api.post(
+        "/v1/batch/agents/{agent}/points/{point}",
+        response_model=BatchOut,
+        responses=DECISION_ERRORS,
+    )
+    async def decide_many(
+        agent: AgentPath, point: PointPath, body: BatchIn, host: HostQuery = None
+    ) -> JSONResponse:
+        """Decide up to 100 inputs at one point; each answers as the single route would."""
+        found, name = find_agent(engine, agent), check_point(point)
+        items = {key: (item.event, item.options()) for key, item in body.inputs.items()}
+        done = await run_in_threadpool(decide_batch, found, name, items, host=host, at=batch_place)
+        answers = {
+            key: result.body() if isinstance(result, ApiError) else decision(result, items[key][0])
+            for key, result in done.items()
+        }
+        return JSONResponse({"responses": answers})
+
+    return api
+
+
+def batch_place(key: str) -> Place:
+    return Place(["body", "inputs", key, "event"], ["body", "inputs", key, "scope"])
