@@ -10,7 +10,9 @@ recorded events), and every value a hook hands back (``parse_change``) follows t
 - containers: tuples become lists; subclasses of dict, list, str, int and float become the
   plain type;
 - anything else (bytes, sets, objects, non-string keys) is refused: ``InputError`` names each
-  value by its path, e.g. ``event.input.data: bytes is not JSON``;
+  value by its path, e.g. ``event.input.data: bytes is not JSON``. A host's event is
+  stricter (``normalize_host_value``): NaN and the infinities are refused too, and the
+  refusals are raised to the host as an ``EventError`` (engine/points.py ``make_event``);
 - size: the whole event is at most ``MAX_EVENT_BYTES`` as the workers receive it (compact JSON,
   non-ASCII escaped). What does not fit is cut with a visible marker: a text keeps its head and
   ends with ``…[cut: N more characters]``, a list ends with ``"[cut: N more items]"``, a mapping
@@ -70,6 +72,18 @@ def normalize_value(
     return out, walk.problems
 
 
+def normalize_host_value(
+    value: Any, *, budget: int = MAX_EVENT_BYTES
+) -> tuple[Any, list[dict[str, Any]]]:
+    """``value`` (a host's event fields) under the rule above, but for numbers: NaN and the
+    infinities are refused as well (JSON has no such numbers, and a host that sends them
+    made a mistake, as with bytes). Returns the value and the refused values as
+    ``{"loc": [...], "msg": ...}`` errors, ``loc`` the path below ``value``."""
+    walk = _Walk(budget, finite_only=True)
+    out = walk.value(value, "event", 0)
+    return out, [{"loc": _loc(path), "msg": what} for path, what in walk.refused]
+
+
 # A path is built only when a problem names it: (parent path, key or index) pairs, ending in
 # the root's name. Formatting every key's path up front would double the cost of the walk.
 _Path = str | tuple[Any, str | int]
@@ -78,9 +92,12 @@ _Path = str | tuple[Any, str | int]
 class _Walk:
     """One normalisation: the bytes left of the budget and the problems found so far."""
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, *, finite_only: bool = False) -> None:
         self.left = budget - _RESERVE
         self.problems: list[str] = []
+        self.refused: list[tuple[_Path, str]] = []
+        self.finite_only = finite_only
+        """Refuse NaN and the infinities rather than make them ``null``."""
 
     def value(self, value: Any, path: _Path, depth: int) -> Any:
         kind = type(value)
@@ -90,6 +107,8 @@ class _Walk:
             self.left -= _SCALAR_COST
             return value
         if kind is int or kind is float:
+            if self.finite_only and kind is float and not math.isfinite(value):
+                return self.refuse(path, f"{value} is not a JSON number")
             self.left -= _SCALAR_COST
             return _number(value)
         if depth > MAX_DEPTH:
@@ -101,12 +120,16 @@ class _Walk:
         if isinstance(value, str):
             return self.text(str.__str__(value))
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = int(value) if isinstance(value, int) else float(value)
+            if self.finite_only and not math.isfinite(number):
+                return self.refuse(path, f"{number} is not a JSON number")
             self.left -= _SCALAR_COST
-            return _number(int(value) if isinstance(value, int) else float(value))
+            return _number(number)
         return self.refuse(path, f"{kind.__name__} is not JSON")
 
     def refuse(self, path: _Path, what: str) -> str:
         self.problems.append(f"{_shown(path)}: {what}")
+        self.refused.append((path, what))
         return self.text(f"[refused: {what}]")
 
     def text(self, value: str) -> str:
@@ -190,6 +213,15 @@ def _shown(path: _Path) -> str:
     return path + "".join(reversed(parts))
 
 
+def _loc(path: _Path) -> list[str | int]:
+    """``["input", "items", 3]``: a path as an EventError's ``loc`` (below the root)."""
+    parts: list[str | int] = []
+    while isinstance(path, tuple):
+        path, step = path
+        parts.append(step)
+    return parts[::-1]
+
+
 def _number(value: int | float) -> int | float | str | None:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
@@ -215,5 +247,6 @@ __all__ = [
     "MAX_EVENT_BYTES",
     "MAX_SAFE_INT",
     "normalize_event",
+    "normalize_host_value",
     "normalize_value",
 ]

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from engine.changes import REPLACE
 from engine.config.loader import HookSpec, show
 from engine.config.models import EscalateConfig, FaqCacheConfig, InjectConfig
+from engine.hosts import HostProfile
 from engine.kinds import Hook, Mode
 from engine.kinds.base import OnError
 from engine.pipeline import Pipeline
@@ -175,6 +176,58 @@ def replaced_fields(hook: Hook, point: Point) -> set[str]:
     return {f for f in replaceable if f in _returned_keys(source, point)}
 
 
+KIND_FIELDS: dict[str, dict[Point, frozenset[str]]] = {
+    "inject": {Point.BEFORE_USER_MESSAGE: frozenset({"messages", "notice"})},
+    "escalate": {
+        Point.BEFORE_USER_MESSAGE: frozenset({"answer", "notice"}),
+        Point.BEFORE_ASSISTANT_MESSAGE: frozenset({"append", "notice"}),
+    },
+    "faq_cache": {Point.BEFORE_USER_MESSAGE: frozenset({"answer", "notice", "messages"})},
+    "memory": {Point.BEFORE_USER_MESSAGE: frozenset({"messages", "notice"})},
+}
+"""The change fields each built-in kind may produce, per point."""
+
+
+def host_warnings(hook: Hook, point: Point, host: HostProfile) -> list[str]:
+    """What ``host`` cannot do with ``hook`` at ``point``, found statically: the point has no
+    event on the host (the hook never runs there), or the hook may change fields the host
+    cannot apply (at ``tool_call`` those block the tool). A script's changes are read from
+    its handler's source (a loose scan) and are known for sure only when it runs."""
+    if hook.mode is not Mode.ENFORCE or not ACCEPTED[point]:
+        return []
+    if point not in host.applies:
+        return [f"{hook.name} ({hook.kind}) handles {point.value}, where {host.name} asks nothing"]
+    cannot = ACCEPTED[point] - host.applies[point]
+    if hook.kind == "script_hook":
+        may, how = _script_fields(hook, point), "returns"
+    else:
+        may, how = KIND_FIELDS.get(hook.kind, {}).get(point, frozenset()), "may change"
+    unsupported = sorted(may & cannot)
+    if not unsupported:
+        if hook.kind != "script_hook" or may or not cannot:
+            return []
+        return [
+            f"{hook.name} (script_hook) handles {point.value}: what it changes is known only "
+            f"when it runs; {host.name} cannot apply {', '.join(sorted(cannot))} there"
+        ]
+    then = (
+        "; the tool would be blocked"
+        if point is Point.TOOL_CALL and set(unsupported) - {"notice"}
+        else "; listed as unsupported when it does"
+    )
+    return [
+        f"{hook.name} ({hook.kind}) {how} {', '.join(unsupported)} at {point.value}, which "
+        f"{host.name} cannot apply{then}"
+    ]
+
+
+def _script_fields(hook: Hook, point: Point) -> frozenset[str]:
+    source = _script_source(hook)
+    if source is None:
+        return frozenset()
+    return frozenset(_returned_keys(source, point) & ACCEPTED[point])
+
+
 def always_blocks(hook: Hook, point: Point) -> bool:
     """Whether ``hook``'s handler of ``point`` starts by returning a block (scripts only;
     the built-in kinds never block unconditionally)."""
@@ -275,6 +328,7 @@ __all__ = [
     "as_data",
     "explain",
     "explanation_lines",
+    "host_warnings",
     "ignore_warning",
     "replaced_fields",
 ]

@@ -86,4 +86,6 @@ def prepare(record: Record, mask: list[str]) -> Record:
             parts[name] = encode_fields(data[name], redact=redact)
         parts["hooks"] = [encode_fields(run, redact=redact) for run in data["hooks"]]
     hooks = [HookRun(**run) for run in parts.pop("hooks")]
-    return Record.model_construct(**parts, hooks=hooks, generation=record.generation)
+    return Record.model_construct(
+        **parts, hooks=hooks, generation=record.generation, host=record.host
+    )

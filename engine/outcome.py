@@ -72,6 +72,13 @@ class Outcome:
     input_error: str | None = None
     """The event was refused at the boundary (engine/boundary.py) and no hook ran: the cause,
     naming each offending value by path. Set at every point, the after-points included."""
+    unsupported: list[dict[str, str]] = field(default_factory=list)
+    """Changes the host that asked cannot apply (``evaluate(..., host=)``, engine/hosts.py):
+    ``{hook, field, host, message}`` each. The decision stands; the host shows what it can.
+    At ``tool_call`` such a change (but a notice) also blocks the tool."""
+    duration_ms: float = 0.0
+    """Wall time of the evaluation, from the call to the outcome (not a decision: replay
+    does not compare it)."""
     hooks: list[HookRun] = field(default_factory=list)
     generation: int = 0
 

@@ -21,6 +21,7 @@ from engine.batches import Batch, script_hooks
 from engine.changes import EMPTY, Change, Merger, apply, join_answer, merge, parse_change
 from engine.config.models import RecordsSettings
 from engine.errors import InputError, PluginError, ScriptError, StoreError
+from engine.hosts import HostProfile, input_block_reason, unsupported_entry
 from engine.kinds.base import Hook, HookContext, Memo, Mode, OnError
 from engine.outcome import Outcome
 from engine.points import Point, Scope
@@ -121,12 +122,18 @@ def evaluate(
     services: Services,
     *,
     replay: Mapping[str, Mapping[str, Any]] | None = None,
+    host: HostProfile | None = None,
+    started: float | None = None,
 ) -> Outcome:
     """Run ``point``'s hooks over ``event`` and return the merged outcome (and record it).
 
+    ``host``: the host that applies the outcome (engine/hosts.py; None: the native host,
+    which applies every change). ``started``: the ``time.perf_counter()`` the evaluation
+    began at (default: now), from which ``outcome.duration_ms`` counts.
+
     Never raises for a hook's failure: the error policy turns it into an outcome.
     """
-    core = _evaluation(pipeline, point, event, services, replay)
+    core = _evaluation(pipeline, point, event, services, Extra(replay, host, started))
     answer: Any = None
     try:
         while True:
@@ -143,10 +150,12 @@ async def aevaluate(
     services: Services,
     *,
     replay: Mapping[str, Mapping[str, Any]] | None = None,
+    host: HostProfile | None = None,
+    started: float | None = None,
 ) -> Outcome:
     """``evaluate`` on the running event loop: script batches are awaited there (no thread);
     only hooks that may wait on I/O (``Blocking``: memory, faq_cache) run in a thread."""
-    core = _evaluation(pipeline, point, event, services, replay)
+    core = _evaluation(pipeline, point, event, services, Extra(replay, host, started))
     answer: Any = None
     try:
         while True:
@@ -171,6 +180,16 @@ def _sent(step: Batch) -> Any:
         return exc
 
 
+@dataclass(frozen=True, slots=True)
+class Extra:
+    """An evaluation's options besides its event: recorded judge answers to replay, the host
+    that applies the outcome (None: native), when it began (``time.perf_counter()``)."""
+
+    replay: Mapping[str, Mapping[str, Any]] | None = None
+    host: HostProfile | None = None
+    started: float | None = None
+
+
 class Run:
     """One evaluation in progress: the changes folded so far, and what each hook did."""
 
@@ -180,11 +199,14 @@ class Run:
         point: Point,
         event: dict[str, Any],
         services: Services,
-        replay: Mapping[str, Mapping[str, Any]] | None,
+        extra: Extra,
     ) -> None:
+        self.started = time.perf_counter() if extra.started is None else extra.started
         self.pipeline, self.point, self.event = pipeline, point, event
         self.name = point.value
-        self.services, self.replay = services, replay
+        self.services, self.replay, self.host = services, extra.replay, extra.host
+        self.unsupported: list[dict[str, str]] = []
+        """Change fields of enforced hooks the host cannot apply (engine/hosts.py)."""
         self.scope = Scope.model_validate(event.get("scope") or {})
         self.merger, self.seen = Merger(point), event
         self.runs: list[HookRun] = []
@@ -242,9 +264,27 @@ class Run:
             if data:
                 self.shadow.append({"hook": hook.name, "change": dict(data)})
             return
+        if self.host is not None and self.host.unsupported(self.point, given):
+            answer, given = self.for_host(hook.name, answer, given)
         self.merger.add(answer, given)
         self.seen = apply(self.point, self.seen, answer, given)
         self.stopped = self.merger.block is not None
+
+    def for_host(
+        self, hook: str, answer: Change, given: dict[str, Any]
+    ) -> tuple[Change, dict[str, Any]]:
+        """A hook's change as the host can take it: the fields it cannot apply are noted in
+        ``unsupported``; at ``tool_call`` one that is not a notice blocks the tool instead
+        (the host would run it with the input the policy rewrote)."""
+        assert self.host is not None
+        host, bad = self.host.name, self.host.unsupported(self.point, given)
+        self.unsupported += [unsupported_entry(host, hook, name, self.point) for name in bad]
+        refused = [name for name in bad if name != "notice"]
+        if self.point is not Point.TOOL_CALL or not refused:
+            return answer, given
+        reason = given.get("block") or input_block_reason(host, hook, refused[0])
+        block = Change(block=reason)
+        return block, block.given()
 
     def finish(self) -> Outcome:
         """The outcome (the refusal merged last), handed to the record writer too."""
@@ -253,9 +293,16 @@ class Run:
             merged = merge(point, merged, self.refusal[1])
         outcome = _outcome(pipeline, point, self.event, self.seen, merged, self.runs)
         outcome.events, outcome.shadow, outcome.failed = self.out_events, self.shadow, self.failed
+        outcome.unsupported = self.unsupported
+        outcome.duration_ms = (time.perf_counter() - self.started) * 1000
         if self.services.submit is not None and pipeline.records.enabled:
-            self.services.submit(Draft.of(outcome, self.event, self.scope), _mask(pipeline))
+            draft = Draft.of(outcome, self.event, self.scope, host=self.host_name)
+            self.services.submit(draft, _mask(pipeline))
         return outcome
+
+    @property
+    def host_name(self) -> str:
+        return "native" if self.host is None else self.host.name
 
 
 def _evaluation(
@@ -263,14 +310,14 @@ def _evaluation(
     point: Point,
     event: dict[str, Any],
     services: Services,
-    replay: Mapping[str, Mapping[str, Any]] | None,
+    extra: Extra,
 ) -> Generator[Step, Any, Outcome]:
     """The evaluation of one point, written once for both drivers: it yields the steps that
     wait (script batches, hooks that may block) and is sent their answers.
 
     Consecutive script hooks of one pool go as one batch; a built-in hook between two
     script hooks splits it (it must see the event as the scripts before it changed it)."""
-    run = Run(pipeline, point, event, services, replay)
+    run = Run(pipeline, point, event, services, extra)
     slots, runs_as = pipeline.by_point[point], pipeline.runs_as[point]
     i = 0
     while i < len(slots):
@@ -366,7 +413,13 @@ REFUSED_PREFIX = "the event is not valid input: "
 
 
 def refuse_event(
-    pipeline: Pipeline, point: Point, error: InputError, services: Services
+    pipeline: Pipeline,
+    point: Point,
+    error: InputError,
+    services: Services,
+    *,
+    host: HostProfile | None = None,
+    started: float | None = None,
 ) -> Outcome:
     """The outcome of an event the boundary refused (engine/boundary.py): no hook runs, the
     point fails closed (``fail_closed``) naming the cause, and the refusal is recorded with
@@ -377,12 +430,15 @@ def refuse_event(
     runs = [_run_of(slot, "skipped", 0.0) for slot in pipeline.by_point[point]]
     outcome = _outcome(pipeline, point, event, {}, fail_closed(point, f"refused: {cause}"), runs)
     outcome.input_error = cause
+    if started is not None:
+        outcome.duration_ms = (time.perf_counter() - started) * 1000
     if services.submit is not None and pipeline.records.enabled:
         try:
             scope = Scope.model_validate(event.get("scope") or {})
         except ValidationError:
             scope = Scope()
-        services.submit(Draft.of(outcome, event, scope), _mask(pipeline))
+        name = "native" if host is None else host.name
+        services.submit(Draft.of(outcome, event, scope, host=name), _mask(pipeline))
     return outcome
 
 

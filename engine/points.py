@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine.boundary import normalize_value
+from engine.boundary import normalize_host_value
 from engine.errors import EventError, InputError, PluginError
 
 
@@ -191,26 +191,27 @@ def make_event(point: Point, **fields: Any) -> dict[str, Any]:
 
     Raises:
         EventError: the call is wrong: a field missing, unknown or of the wrong type, an
-            identifier over ``ID_CAP``; ``errors`` names each by its ``loc``.
-        InputError: the event's data is refused: a value inside a field is not JSON data, or
-            a text is over its cap (``TEXT_CAPS``); each problem names its path
-            (``event.input.data: bytes is not JSON``).
+            identifier over ``ID_CAP``, a value anywhere in the event that is not JSON data
+            (bytes, a set, an object, NaN or an infinity, a key that is not text);
+            ``errors`` names each by its ``loc`` (``["input", "items", 3]``).
+        InputError: the event is JSON data but a text is over its cap (``TEXT_CAPS``); the
+            problem names its path (``event.question: ... over the cap ...``).
     """
     scope = fields.get("scope")
     if isinstance(scope, Scope):
         fields["scope"] = dict(scope.__dict__)
     _check_fields(fields)
     over = _over_caps(point, fields)
-    value, problems = normalize_value({"point": point.value, **fields}, "event")
-    raw: dict[str, Any] = value
+    raw, refused = normalize_host_value({"point": point.value, **fields})
     try:
         model = EVENTS[point].model_validate(raw)
     except ValidationError as exc:
-        raise EventError(
-            [{"loc": list(err["loc"]), "msg": err["msg"]} for err in exc.errors()]
-        ) from None
-    if over or problems:
-        raise InputError(over + problems, event=raw)
+        wrong = [{"loc": list(err["loc"]), "msg": err["msg"]} for err in exc.errors()]
+        raise EventError(wrong + refused) from None
+    if refused:
+        raise EventError(refused)
+    if over:
+        raise InputError(over, event=raw)
     # a shallow dump: the fields are JSON values already (normalised), only the two models
     # inside need turning into data; this is on every evaluation's path
     event = dict(model.__dict__)

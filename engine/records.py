@@ -47,13 +47,25 @@ class Draft:
     hooks: list[HookRun]
     decision: dict[str, Any]
     heard: dict[str, Any]
-    """The outcome's ``events``, ``shadow``, ``failed`` (and ``input_error`` when set)."""
+    """The outcome's ``events``, ``shadow``, ``failed``, ``duration_ms`` (and
+    ``input_error`` and ``unsupported`` when set)."""
+    host: str = "native"
+    """The host that asked (engine/hosts.py)."""
 
     @classmethod
-    def of(cls, outcome: Outcome, event: dict[str, Any], scope: Scope) -> Draft:
-        heard = {"events": outcome.events, "shadow": outcome.shadow, "failed": outcome.failed}
+    def of(
+        cls, outcome: Outcome, event: dict[str, Any], scope: Scope, *, host: str = "native"
+    ) -> Draft:
+        heard = {
+            "events": outcome.events,
+            "shadow": outcome.shadow,
+            "failed": outcome.failed,
+            "duration_ms": round(outcome.duration_ms, 4),
+        }
         if outcome.input_error is not None:
             heard["input_error"] = outcome.input_error
+        if outcome.unsupported:
+            heard["unsupported"] = outcome.unsupported
         return cls(
             outcome.id,
             outcome.agent,
@@ -65,6 +77,7 @@ class Draft:
             outcome.hooks,
             outcome.decision(),
             heard,
+            host,
         )
 
     def build(self) -> Record:
@@ -80,6 +93,7 @@ class Draft:
             hooks=self.hooks,
             outcome={**self.decision, **self.heard},
             generation=self.generation,
+            host=self.host,
         )
 
     def __getattr__(self, name: str) -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.boundary import normalize_event
 from engine.errors import EngineError, InputError
+from engine.hosts import HOSTS
 from engine.kinds import Memo
 from engine.outcome import DECISION_FIELDS, Outcome
 from engine.pipeline import REFUSED_PREFIX, Services, evaluate, refuse_event
@@ -82,7 +83,8 @@ def classify(before: dict[str, Any], after: dict[str, Any]) -> tuple[str, tuple[
 
 
 class Replayer:
-    """Replays records through an engine's current pipelines without side effects."""
+    """Replays records through an engine's current pipelines without side effects; each
+    record as its host asked (a change the host cannot apply blocks at ``tool_call`` again)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -95,6 +97,7 @@ class Replayer:
         pipeline = self.engine.agent(record.agent).pipeline
         extras = {run.name: run.extras for run in record.hooks if run.extras}
         point = Point(record.point)
+        host = HOSTS.get(record.host) if record.host != "native" else None
         refused = record.outcome.get("input_error")
         if isinstance(refused, str):  # refused when recorded (e.g. a text over its cap):
             # the record holds only the cut event, so it is refused again, not re-decided
@@ -106,7 +109,7 @@ class Replayer:
             event = normalize_event(record.event)  # the host boundary's rule, as when recorded
         except InputError as exc:
             return refuse_event(pipeline, point, exc, self.services)
-        return evaluate(pipeline, point, event, self.services, replay=extras)
+        return evaluate(pipeline, point, event, self.services, replay=extras, host=host)
 
     def run(
         self, records: list[Record], progress: Callable[[int, int], None] | None = None

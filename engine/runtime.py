@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import logging
 import threading
+import time as clock
 import uuid
 import weakref
 from collections.abc import Mapping
@@ -24,7 +26,9 @@ from engine.errors import (
     InputError,
     Problem,
     ScriptCompileError,
+    StoreError,
 )
+from engine.hosts import HostProfile, profile
 from engine.kinds import BuildEnv, build_hook
 from engine.kinds.base import Memo
 from engine.outcome import Outcome
@@ -53,6 +57,8 @@ if not TYPE_CHECKING:
     # asyncio is a sixth of the engine's import time, and only the a-methods use it: they
     # run under an event loop, where it is imported already.
     asyncio = _OnFirstUse("asyncio")
+
+log = logging.getLogger("engine.runtime")
 
 _open_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
 
@@ -379,6 +385,7 @@ class Agent:
         point: Point | str,
         fields: Mapping[str, Any] | None = None,
         *,
+        host: str | None = None,
         user_id: str | None = None,
         session_id: str | None = None,
         template: str | None = None,
@@ -389,22 +396,43 @@ class Agent:
     ) -> Outcome:
         """Evaluate any point with its event fields (the generic form of the methods below).
 
-        The event is normalised first (engine/boundary.py). An event whose data the boundary
-        refuses (bytes or sets inside a field, a text over its cap: docs/points.md) is not
-        raised: the point fails by its failure policy and ``out.input_error`` names the cause.
+        The event is normalised first (engine/boundary.py). An event whose data is JSON but
+        over a cap (a text over its cap: docs/points.md) is not raised: the point fails by
+        its failure policy and ``out.input_error`` names the cause.
+
+        ``host`` names the host that applies the outcome (engine/hosts.py; None: the native
+        host, which applies every change). At ``tool_call`` a change it cannot apply blocks
+        the tool; elsewhere it is listed in ``out.unsupported``. At ``before_user_message``
+        with a ``session_id`` the question is kept as the session's last prompt
+        (``last_prompt``).
 
         Raises:
-            EventError: the call is wrong (``check_call``): an unknown point, ``fields`` not a
-                mapping of field names, a field missing, unknown or of the wrong type, a scope
-                value, ``time`` or ``turn_id`` that is not text (or ``time`` not ISO-8601).
+            EventError: the call is wrong (``check_call``, ``make_event``): an unknown point
+                or host, ``fields`` not a mapping of field names, a field missing, unknown or
+                of the wrong type, a value anywhere in the event that is not JSON data (bytes,
+                a set, an object, NaN, a non-text key), a scope value, ``time`` or ``turn_id``
+                that is not text (or ``time`` not ISO-8601). ``errors`` names each by ``loc``.
         """
-        pipeline, found, event = self._begin(
-            point, fields, (user_id, session_id, template, process), time, turn_id
+        started = clock.perf_counter()
+        pipeline, found, event, profile_ = self._begin(
+            point, fields, (user_id, session_id, template, process), time, turn_id, host
         )
         try:
             if isinstance(event, InputError):  # refused at the boundary: the point fails closed
-                return refuse_event(pipeline, found, event, self.engine.services)
-            return evaluate(pipeline, found, event, self.engine.services, replay=replay)
+                return refuse_event(
+                    pipeline, found, event, self.engine.services, host=profile_, started=started
+                )
+            if session_id and found is Point.BEFORE_USER_MESSAGE:
+                self._log_prompt(session_id, event)
+            return evaluate(
+                pipeline,
+                found,
+                event,
+                self.engine.services,
+                replay=replay,
+                host=profile_,
+                started=started,
+            )
         finally:
             self._give_back(pipeline)
 
@@ -413,6 +441,7 @@ class Agent:
         point: Point | str,
         fields: Mapping[str, Any] | None = None,
         *,
+        host: str | None = None,
         user_id: str | None = None,
         session_id: str | None = None,
         template: str | None = None,
@@ -422,17 +451,48 @@ class Agent:
         replay: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Outcome:
         """``evaluate`` on the running event loop: script hooks are awaited there, with no
-        thread hop; built-in hooks that wait on a store or an LLM (memory, faq_cache) run in
-        a thread (docs/operations.md)."""
-        pipeline, found, event = self._begin(
-            point, fields, (user_id, session_id, template, process), time, turn_id
+        thread hop; built-in hooks that wait on a store or an LLM (memory, faq_cache), and
+        the turn log's write, run in a thread (docs/operations.md)."""
+        started = clock.perf_counter()
+        pipeline, found, event, profile_ = self._begin(
+            point, fields, (user_id, session_id, template, process), time, turn_id, host
         )
         try:
             if isinstance(event, InputError):
-                return refuse_event(pipeline, found, event, self.engine.services)
-            return await aevaluate(pipeline, found, event, self.engine.services, replay=replay)
+                return refuse_event(
+                    pipeline, found, event, self.engine.services, host=profile_, started=started
+                )
+            if session_id and found is Point.BEFORE_USER_MESSAGE:
+                await asyncio.to_thread(self._log_prompt, session_id, event)
+            return await aevaluate(
+                pipeline,
+                found,
+                event,
+                self.engine.services,
+                replay=replay,
+                host=profile_,
+                started=started,
+            )
         finally:
             self._give_back(pipeline)
+
+    def last_prompt(self, session_id: str) -> str | None:
+        """The last question evaluated at ``before_user_message`` in this agent's session
+        ``session_id`` (as the user sent it, before any rewrite), from the engine's store:
+        another process on the same store sees it. None if there is none.
+
+        Raises:
+            StoreError: the store could not be read.
+        """
+        return self.engine.store.turn_log_get(self.name, session_id)
+
+    def _log_prompt(self, session_id: str, event: dict[str, Any]) -> None:
+        """Keep the event's question as the session's last prompt; a store failure is logged,
+        not raised (the decision does not depend on it)."""
+        try:
+            self.engine.store.turn_log_put(self.name, session_id, event["question"], event["time"])
+        except StoreError as exc:
+            log.warning("agent %s: the session's last prompt was not kept: %s", self.name, exc)
 
     def _begin(
         self,
@@ -441,9 +501,11 @@ class Agent:
         who: tuple[str | None, str | None, str | None, str | None],
         time: str | None,
         turn_id: str | None,
-    ) -> tuple[Pipeline, Point, dict[str, Any] | InputError]:
+        host: str | None,
+    ) -> tuple[Pipeline, Point, dict[str, Any] | InputError, HostProfile | None]:
         """Check the call, take the pipeline snapshot (give it back when done) and make the
-        event, or the boundary's refusal of it."""
+        event, or the boundary's refusal of it; and the host's profile (None: native)."""
+        profile_ = None if host is None or host == "native" else profile(host)
         user_id, session_id, template, process = who
         scope = {
             "user_id": user_id,
@@ -466,11 +528,11 @@ class Agent:
                 **checked,
             )
         except InputError as exc:
-            return pipeline, found, exc
+            return pipeline, found, exc, profile_
         except BaseException:
             self._give_back(pipeline)
             raise
-        return pipeline, found, event
+        return pipeline, found, event, profile_
 
     def _take(self) -> Pipeline:
         with self._lock:

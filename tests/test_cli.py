@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import Engine
 from engine.cli import hook_tool, hookengine
 from tests.conftest import REPO, console, copy_demo
 
@@ -159,6 +160,12 @@ def test_demo_plays_offline_and_records(tmp_path: Path, capsys: pytest.CaptureFi
         hookengine.main, ["records", "--db", str(db), "--scope", "maria", "--limit", "2"], capsys
     )
     assert code == 0 and out.count("user:maria") == 2
+    with Engine.load(REPO / "config", db=str(db)) as engine:
+        engine.agent("demo").tool_call("shell", {"cmd": "ls"}, host="codex", user_id="cli")
+    code, out, _ = run(hookengine.main, ["records", "--db", str(db), "--host", "codex"], capsys)
+    assert code == 0 and out.count("via codex") == 1 and "user:cli" in out
+    code, out, _ = run(hookengine.main, ["records", "--db", str(db), "--host", "opa"], capsys)
+    assert code == 0 and out == "no records match\n"
 
 
 def test_the_real_console_scripts(tmp_path: Path) -> None:
@@ -303,3 +310,61 @@ def test_check_warns_about_a_redactor_with_on_error_ignore_and_exits_0(
     assert "reaches the model" in warning
     code, out, _ = run(hookengine.main, ["check", str(REPO / "config")], capsys)
     assert code == 0 and "warning" not in out
+
+
+HOST_HOOKS = {
+    "agent.yaml": "hooks: [sanitize, context, opaque]\n",
+    "hooks/sanitize.yaml": (
+        "kind: script_hook\nname: sanitize\nlanguage: python\nsource: |\n"
+        "  def on_tool_call(event, host):\n"
+        "      return {'input': dict(event['input'], dry_run=True)}\n"
+    ),
+    "hooks/context.yaml": (
+        "kind: inject\nname: context\nmessages:\n  - role: system\n    content: be brief\n"
+    ),
+    "hooks/opaque.yaml": (
+        "kind: script_hook\nname: opaque\nlanguage: python\nsource: |\n"
+        "  def on_tool_result(event, host):\n"
+        "      return make_change(event)\n"
+        "  def make_change(event):\n"
+        "      return None\n"
+    ),
+}
+
+
+def test_check_host_warns_ahead_of_what_the_host_cannot_apply(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    agent = tmp_path / "config" / "agents" / "a"
+    for rel, text in HOST_HOOKS.items():
+        (agent / rel).parent.mkdir(parents=True, exist_ok=True)
+        (agent / rel).write_text(text)
+    config = str(tmp_path / "config")
+
+    def warnings(host: str) -> list[str]:
+        code, out, _ = run(hookengine.main, ["check", config, "--host", host], capsys)
+        assert code == 0
+        return [line for line in out.splitlines() if line.startswith("warning: ")]
+
+    litellm = warnings("litellm")
+    assert len(litellm) == 3, litellm
+    assert (
+        "context (inject) may change messages, notice at before_user_message, which litellm "
+        "cannot apply; listed as unsupported when it does"
+    ) in litellm[0]
+    assert (
+        "sanitize (script_hook) returns input at tool_call, which litellm cannot apply; "
+        "the tool would be blocked"
+    ) in litellm[1]
+    assert "opaque (script_hook) handles tool_result, where litellm asks nothing" in litellm[2]
+    codex = warnings("codex")
+    assert len(codex) == 1
+    assert (
+        "opaque (script_hook) handles tool_result: what it changes is known only when it runs; "
+        "codex cannot apply result there"
+    ) in codex[0]
+    assert warnings("claude-code") == [] and warnings("opa") == []
+    code, out, _ = run(hookengine.main, ["check", config], capsys)
+    assert code == 0 and "warning" not in out
+    code, _, err = run(hookengine.main, ["check", config, "--host", "claude"], capsys)
+    assert code == 2 and "invalid choice: 'claude'" in err

@@ -337,3 +337,61 @@ def test_the_demo_config_is_valid() -> None:
 
     config = load_project(REPO / "config")
     assert "demo" in config.agents
+
+
+TOKENS = """http:
+  tokens:
+    - name: gateway
+      env: GATEWAY_TOKEN
+      scopes: [decide]
+    - name: gateway
+      env: OTHER_TOKEN
+      scopes: [decide, admin]
+"""
+
+
+def test_http_token_names_are_unique_and_the_error_names_the_line(
+    project: Callable[[dict[str, str]], Path],
+) -> None:
+    problems = problems_of(project, {HOOK: GOOD_HOOK, "engine.yaml": TOKENS})
+    assert len(problems) == 1, problems
+    (p,) = problems
+    assert p.path.endswith("engine.yaml") and p.line == 6
+    assert p.field == "http.tokens[1].name"
+    assert "token name 'gateway' is used twice" in p.message
+
+
+@pytest.mark.parametrize(
+    ("yaml", "field", "message"),
+    [
+        ("scopes: []", "http.tokens[0].scopes", "at least 1"),
+        ("scopes: [read]", "http.tokens[0].scopes[0]", "'decide' or 'admin'"),
+        ("scopes: [decide]\n      token: x", "http.tokens[0].token", "unknown field"),
+    ],
+)
+def test_a_bad_http_token_names_its_field(
+    project: Callable[[dict[str, str]], Path], yaml: str, field: str, message: str
+) -> None:
+    engine_yaml = f"http:\n  tokens:\n    - name: a\n      env: A_TOKEN\n      {yaml}\n"
+    problems = problems_of(project, {HOOK: GOOD_HOOK, "engine.yaml": engine_yaml})
+    assert [p.field for p in problems] == [field]
+    assert message in problems[0].message
+
+
+def test_http_tokens_and_limits_have_defaults_and_read_from_yaml(
+    project: Callable[[dict[str, str]], Path],
+) -> None:
+    engine_yaml = TOKENS.replace("name: gateway\n      env: OTHER", "name: ops\n      env: OTHER")
+    engine_yaml += "  max_concurrency: 8\n"
+    http = load_project(
+        project(
+            {AGENT: "hook_files: [hooks/h.yaml]\n", HOOK: GOOD_HOOK, "engine.yaml": engine_yaml}
+        )
+    ).settings.http
+    assert [(t.name, t.env, t.scopes) for t in http.tokens] == [
+        ("gateway", "GATEWAY_TOKEN", ["decide"]),
+        ("ops", "OTHER_TOKEN", ["decide", "admin"]),
+    ]
+    assert http.max_concurrency == 8
+    assert http.max_decision_body_bytes == 1_048_576
+    assert http.token_env == "HOOKENGINE_ADMIN_TOKEN"

@@ -111,6 +111,7 @@ DOC_FILES = [
     "cli.md",
     "http.md",
     "operations.md",
+    "hosts.md",
 ]
 
 

@@ -38,12 +38,14 @@ def normalized(record: Record) -> dict[str, Any]:
         }
         for h in record.hooks
     ]
+    outcome = {k: v for k, v in record.outcome.items() if k != "duration_ms"}
     return {
         "point": record.point,
+        "host": record.host,
         "scope": record.scope_key,
         "event": event,
         "hooks": hooks,
-        "outcome": record.outcome,
+        "outcome": outcome,
     }
 
 

@@ -11,7 +11,7 @@ from tests.conftest import REPO
 LAYERS: list[set[str]] = [
     {"errors"},
     {"boundary", "encoding", "points", "policy", "text"},
-    {"changes", "store.records"},
+    {"changes", "hosts", "store.records"},
     {"config"},
     {"store", "providers", "host_api"},
     {"sandbox"},

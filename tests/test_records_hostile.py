@@ -171,7 +171,6 @@ def hostile_events(engine: Engine) -> dict[str, Outcome]:
         "deep_300": plain.tool_call("t", {"deep": deep_event(300)}, user_id="attacker"),
         "deep_py": py.tool_call("t", {"deep": deep_event(300)}, user_id="attacker"),
         "ten_mb": plain.tool_call("t", {"blob": "x" * TEN_MB}, user_id="attacker"),
-        "nan": plain.tool_result("t", {}, {"v": float("nan"), "w": float("-inf")}),
         "huge_int": plain.tool_call("t", {"n": 1 << 100_000}, user_id="attacker"),
         "long_scope": plain.tool_call("t", {}, user_id="u" * 256),  # the cap: ID_CAP
     }
@@ -198,9 +197,9 @@ def test_hostile_events_in_a_batch_of_good_records_lose_nothing(
 
 
 def test_each_hostile_value_is_stored_with_its_marker(engine: Engine) -> None:
-    """Events pass the boundary rule first (engine/boundary.py: surrogates to U+FFFD, NaN to
-    null, cut at 2 MB and 64 levels); the record encoding then handles what is left (NUL,
-    64 levels within the record, 65 536 characters per string)."""
+    """Events pass the boundary rule first (engine/boundary.py: surrogates to U+FFFD, cut at
+    2 MB and 64 levels; NaN is the host's mistake, raised); the record encoding then handles
+    what is left (NUL, 64 levels within the record, 65 536 characters per string)."""
     bad = hostile_events(engine)
     stored = by_id(engine)
 
@@ -216,7 +215,6 @@ def test_each_hostile_value_is_stored_with_its_marker(engine: Engine) -> None:
         assert "nested deeper than 64]" in json.dumps(event(name))
     blob = event("ten_mb")["input"]["blob"]
     assert blob.endswith(" characters]") and "[truncated: " in blob and len(blob) < 70_000
-    assert event("nan")["result"] == {"v": None, "w": None}
     assert "an integer of 100001 bits" in event("huge_int")["input"]["n"]
     # the longest scope value the host may pass (a longer one is an EventError) fits whole
     assert stored[bad["long_scope"].id].scope_key == "user:" + "u" * 256

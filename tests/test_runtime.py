@@ -58,8 +58,9 @@ def test_bad_event_fields_are_raised_as_event_errors(
     assert info.value.errors[0]["loc"] == ["rating"]
     with pytest.raises(EventError, match="name: Input should be a valid string"):
         agent.evaluate("tool_call", {"name": 5})
-    refused = agent.tool_call("shell", {"data": b"x"})  # the event's data: refused, not raised
-    assert refused.blocked and "event.input.data" in (refused.input_error or "")
+    with pytest.raises(EventError) as info:  # not JSON data: the host's mistake, raised too
+        agent.tool_call("shell", {"data": b"x"})
+    assert info.value.errors == [{"loc": ["input", "data"], "msg": "bytes is not JSON"}]
 
 
 def test_async_forms(
@@ -110,3 +111,43 @@ def test_close_is_idempotent_and_a_context_manager(tmp_path: Path) -> None:
     with Engine.load(REPO / "config", db=str(tmp_path / "x.db")) as engine:
         engine.agent("demo").after_loop("job_done")
     engine.close()
+
+
+COUNTER = {
+    "agents/a/agent.yaml": "hooks: [counter]\n",
+    "agents/a/hooks/counter.yaml": (
+        "kind: script_hook\nname: counter\nlanguage: python\nsource: |\n"
+        "  def on_tool_call(event, host):\n"
+        "      n = (host.state.get('n') or 0) + 1\n"
+        "      host.state.set('n', n)\n"
+        "      return {'notice': str(n)}\n"
+    ),
+}
+
+
+def test_an_in_memory_store_keeps_records_and_state_across_threads(
+    project: Callable[[dict[str, str]], Path],
+) -> None:
+    errors: list[BaseException] = []
+    with Engine.load(project(COUNTER), db=":memory:") as engine:
+        agent = engine.agent("a")
+
+        def calls(user: str) -> None:
+            try:
+                for n in range(1, 11):
+                    out = agent.tool_call("t", {}, user_id=user, host="codex")
+                    assert out.notices == [str(n)], out.hooks[0].error
+            except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=calls, args=(f"u{i}",)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert errors == []
+        engine.flush()
+        records = engine.records(limit=100)
+        assert len(records) == 40 and {r.host for r in records} == {"codex"}
+        assert engine.status()["records"]["dropped"] == {}
+        assert engine.store.state_load("a:counter", "user:u3") == {"n": 10}

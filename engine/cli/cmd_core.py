@@ -11,7 +11,9 @@ from engine.cli.common import EXIT_OK, print_json, say
 from engine.cli.render import short
 from engine.config import load_engine_settings
 from engine.errors import ConfigError
-from engine.explain import OUTPUT_FIELDS, ignore_warning
+from engine.explain import OUTPUT_FIELDS, host_warnings, ignore_warning
+from engine.hosts import HOSTS
+from engine.points import Point
 from engine.replay import shadow_text
 from engine.runtime import Engine
 from engine.store import RecordQuery, open_store
@@ -20,6 +22,11 @@ from engine.store import RecordQuery, open_store
 def register(sub: Any) -> None:
     p = sub.add_parser("check", help="validate every agent and print all problems")
     p.add_argument("config", nargs="?", default="config", help="config folder (default: config)")
+    p.add_argument(
+        "--host",
+        choices=list(HOSTS),
+        help="also warn, per hook, of the changes this host cannot apply (docs/hosts.md)",
+    )
     p.set_defaults(func=check)
 
     p = sub.add_parser("demo", help="play a scripted conversation through the demo agent")
@@ -38,6 +45,7 @@ def register(sub: Any) -> None:
     p.add_argument("--agent")
     p.add_argument("--point")
     p.add_argument("--scope", help="a scope key (user:u1) or a bare id")
+    p.add_argument("--host", help="the host that asked (native, claude-code, ...)")
     p.add_argument("--since", help="ISO time, inclusive")
     p.add_argument("--until", help="ISO time, exclusive")
     p.add_argument("--limit", type=int, default=20)
@@ -51,17 +59,28 @@ def check(args: argparse.Namespace) -> int:
     Warnings (a redactor with ``on_error: ignore``) are printed but do not change the exit
     code: the configuration is valid, only risky."""
     warned: set[str] = set()
+    host = HOSTS[args.host] if getattr(args, "host", None) else None
     with Engine.load(args.config, records=False, db=":memory:") as engine:
         for name in engine.agents:
             pipeline = engine.agent(name).pipeline
             hooks = pipeline.slots
             say(f"ok  {name}: {len(hooks)} hooks ({', '.join(s.hook.name for s in hooks)})")
-            for point in OUTPUT_FIELDS:
-                for slot in pipeline.by_point[point]:
-                    warning = ignore_warning(slot.hook, point)
-                    if warning is not None and warning not in warned:  # host hooks: once
-                        warned.add(warning)
-                        say(f"warning: {warning}")
+            warnings = [
+                ignore_warning(slot.hook, point)
+                for point in OUTPUT_FIELDS
+                for slot in pipeline.by_point[point]
+            ]
+            if host is not None:
+                warnings += [
+                    f"{name}: host {host.name}: {text}"
+                    for point in Point
+                    for slot in pipeline.by_point[point]
+                    for text in host_warnings(slot.hook, point, host)
+                ]
+            for warning in warnings:
+                if warning is not None and warning not in warned:  # host hooks: once
+                    warned.add(warning)
+                    say(f"warning: {warning}")
     return EXIT_OK
 
 
@@ -100,6 +119,7 @@ def records(args: argparse.Namespace) -> int:
         agent=args.agent,
         point=args.point,
         scope=args.scope,
+        host=args.host,
         since=args.since,
         until=args.until,
         limit=args.limit,
@@ -113,7 +133,8 @@ def records(args: argparse.Namespace) -> int:
         print_json([r.model_dump(mode="json") for r in found])
         return EXIT_OK
     for r in found:
-        say(f"{r.time}  {r.agent}  {r.point}  {r.scope_key}  gen {r.generation}  {r.id[:8]}")
+        host = "" if r.host == "native" else f"  via {r.host}"
+        say(f"{r.time}  {r.agent}  {r.point}  {r.scope_key}  gen {r.generation}  {r.id[:8]}{host}")
         for run in r.hooks:
             detail = run.error or (json.dumps(run.change, ensure_ascii=False) if run.change else "")
             mode = "" if run.mode == "enforce" else " [shadow]"

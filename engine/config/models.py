@@ -14,7 +14,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from engine.errors import EventError, InputError
 from engine.points import Point, make_event
@@ -405,6 +413,30 @@ class ProviderSettings(Strict):
     """Token budget per judge or memorizer call."""
 
 
+class TokenSpec(Strict):
+    """One bearer token of the HTTP service: its name, where it lives, what it may do."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    """Names the token in logs and errors (the token itself never appears there)."""
+    env: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Environment variable holding the token."""
+    scopes: list[Literal["decide", "admin"]] = Field(min_length=1)
+    """What the token may do: ``decide`` asks for decisions, ``admin`` calls the admin routes."""
+
+
+def _unique_names(tokens: list[TokenSpec]) -> list[TokenSpec]:
+    seen: set[str] = set()
+    for i, token in enumerate(tokens):
+        if token.name in seen:
+            error = PydanticCustomError(
+                "duplicate_name", f"token name {token.name!r} is used twice"
+            )
+            detail = InitErrorDetails(type=error, loc=(i, "name"), input=token.name)
+            raise ValidationError.from_exception_data("tokens", [detail])
+        seen.add(token.name)
+    return tokens
+
+
 class HttpSettings(Strict):
     host: str = "127.0.0.1"
     """Address to bind."""
@@ -426,6 +458,13 @@ class HttpSettings(Strict):
     """Connections open at once; one more is answered 503 and closed at once."""
     max_header_bytes: int = Field(default=16384, ge=1024, le=1_048_576)
     """The request line and headers together; larger heads get 400 and are closed."""
+    tokens: Annotated[list[TokenSpec], AfterValidator(_unique_names)] = Field(default_factory=list)
+    """Named bearer tokens with their scopes. ``token_env`` / ``token`` above, when set, is
+    one more token with the ``admin`` scope."""
+    max_concurrency: int = Field(default=64, gt=0, le=100_000)
+    """Decisions evaluated at once; one more is answered 429."""
+    max_decision_body_bytes: int = Field(default=1_048_576, gt=0, le=64 * 1_048_576)
+    """Larger decision requests are refused with 413 (other routes keep ``max_body_bytes``)."""
 
 
 class StoreSettings(Strict):

@@ -77,6 +77,15 @@ class Store(Protocol):
         """Open the store's file anew after ``file_lost`` (create and migrate it)."""
         ...
 
+    def turn_log_put(self, agent: str, session_id: str, question: str, time: str) -> None:
+        """Keep ``question`` as the last user prompt of ``agent``'s session (one row per
+        session, overwritten by the next; ``memory_forget`` of ``session:<id>`` deletes it)."""
+        ...
+
+    def turn_log_get(self, agent: str, session_id: str) -> str | None:
+        """The last user prompt kept for ``agent``'s session; None if there is none."""
+        ...
+
     def state_load(self, hook: str, scope: str, *, now: str | None = None) -> dict[str, Any]:
         """The JSON state of one hook in one scope (empty if none); keys that expired at or
         before ``now`` (the event's ISO-8601 time) are left out."""

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from engine.encoding import escape_text
 from engine.errors import StoreError, StoreUnavailableError
 from engine.store.version import SCHEMA_VERSION
 
@@ -28,9 +29,28 @@ WIDTHS = {"id": 40, "time": 40, "agent": 200, "point": 40, "scope_key": 300}
 them equal): a longer value is cut there, and kept whole in the record's data."""
 
 _INSERT = (
-    "INSERT INTO records (id, time, agent, point, scope_key, generation, data) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO records (id, time, agent, point, scope_key, generation, data, host) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
+HOST_WIDTH = 40
+"""The width of the records table's ``host`` column."""
+TURN_LOG_PUT = (
+    "INSERT INTO turn_log (agent, session_id, question, time) VALUES ({0}, {0}, {0}, {0}) "
+    "ON CONFLICT (agent, session_id) DO UPDATE "
+    "SET question = excluded.question, time = excluded.time"
+)
+"""Keep the last prompt of an agent's session (both SQLite and PostgreSQL; ``{0}``: the
+driver's parameter mark)."""
+TURN_LOG_GET = "SELECT question FROM turn_log WHERE agent = {0} AND session_id = {0}"
+TURN_LOG_WIDTHS = (200, 300)
+"""The widths of the turn log's ``agent`` and ``session_id`` columns."""
+
+
+def turn_log_row(agent: str, session_id: str, *rest: str) -> tuple[str, ...]:
+    """A turn log row (or key) as both stores write it: the keys cut to their columns'
+    widths, every text with NULs and lone surrogates escaped (PostgreSQL stores neither)."""
+    a, s = TURN_LOG_WIDTHS
+    return tuple(escape_text(text) for text in (agent[:a], session_id[:s], *rest))
 
 
 def open_lazy_store(
@@ -137,6 +157,7 @@ class LazyStore:
                 *(getattr(r, name)[:width] for name, width in WIDTHS.items()),
                 r.generation,
                 r.model_dump_json(),
+                r.host[:HOST_WIDTH],
             )
             for r in records
         ]
@@ -160,6 +181,27 @@ class LazyStore:
             raise StoreUnavailableError(f"store {self.url}: write failed: {exc}") from exc
         except sqlite3.Error as exc:
             raise StoreError(f"store {self.url}: write failed: {exc}") from exc
+
+    def turn_log_put(self, agent: str, session_id: str, question: str, time: str) -> None:
+        """As ``SqlStore.turn_log_put``: the session's last prompt, in one write."""
+        row = turn_log_row(agent, session_id, question, time)
+        with self._lock:
+            if self._conn is not None:
+                self._write(self._conn, TURN_LOG_PUT.format("?"), [row])
+                return
+        self.full().turn_log_put(agent, session_id, question, time)
+
+    def turn_log_get(self, agent: str, session_id: str) -> str | None:
+        """As ``SqlStore.turn_log_get``: the session's last prompt (None: none kept)."""
+        key = turn_log_row(agent, session_id)
+        with self._lock:
+            if self._conn is not None:
+                try:
+                    found = self._conn.execute(TURN_LOG_GET.format("?"), key).fetchone()
+                except sqlite3.Error as exc:
+                    raise StoreError(f"store {self.url}: read failed: {exc}") from exc
+                return None if found is None else str(found[0])
+        return self.full().turn_log_get(agent, session_id)
 
     def file_lost(self) -> str | None:
         """As ``SqlStore.file_lost``: why the file at the path is no longer the one open."""

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from engine.store.db import Database, inserted_key
 from engine.store.faq import clip_terms
+from engine.store.lazy import turn_log_row
 from engine.store.models import (
     Episode,
     Fact,
@@ -29,6 +30,7 @@ from engine.store.schema import (
     facts_table,
     recalls_table,
     summaries_table,
+    turn_log_table,
 )
 from engine.text import dice, terms
 
@@ -448,6 +450,10 @@ class MemoryTables(Database):
                 summaries_table,
             ):
                 gone += conn.execute(table.delete().where(table.c.scope == scope)).rowcount
+            if scope.startswith("session:"):  # the session's last prompt (the turn log)
+                key = turn_log_row("", scope.removeprefix("session:"))[1]
+                session = turn_log_table.c.session_id == key
+                gone += conn.execute(turn_log_table.delete().where(session)).rowcount
             return gone
 
         return int(self._write(forget))

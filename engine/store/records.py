@@ -75,6 +75,9 @@ class Record(BaseModel):
     outcome: dict[str, Any]
     generation: int = 0
     """The agent's reload generation when it was evaluated."""
+    host: str = "native"
+    """The host that asked for the decision (engine/hosts.py); records written before hosts
+    were recorded read as ``native``."""
 
 
 class RecordQuery(BaseModel):
@@ -86,6 +89,8 @@ class RecordQuery(BaseModel):
     point: str | None = None
     scope: str | None = None
     """A scope key (``user:u1``) or a bare id matched against any part of the scope."""
+    host: str | None = None
+    """The host that asked (``native``, ``claude-code``, ...)."""
     since: str | None = None
     until: str | None = None
     limit: int = 50

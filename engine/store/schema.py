@@ -37,6 +37,8 @@ records_table = sa.Table(
     sa.Column("scope_key", sa.String(300), nullable=False, index=True),
     sa.Column("generation", sa.Integer, nullable=False, default=0),
     sa.Column("data", sa.Text, nullable=False),
+    # version 5: the host that asked (engine/hosts.py)
+    sa.Column("host", sa.String(40), nullable=False, server_default="native"),
 )
 
 state_table = sa.Table(
@@ -156,6 +158,18 @@ record_losses_table = sa.Table(
     sa.Column("error", sa.Text, nullable=False),
 )
 
+# -- version 5: the turn log -------------------------------------------------------------------
+
+turn_log_table = sa.Table(
+    "turn_log",
+    metadata,
+    sa.Column("agent", sa.String(200), primary_key=True),
+    sa.Column("session_id", sa.String(300), primary_key=True),
+    sa.Column("question", sa.Text, nullable=False),
+    sa.Column("time", sa.String(40), nullable=False),
+)
+"""The last user prompt per agent and session: one row each, overwritten by the next."""
+
 MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     1: (records_table, state_table),
     2: (
@@ -169,6 +183,7 @@ MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     ),
     3: (record_losses_table,),
     4: (),
+    5: (turn_log_table,),
 }
 """The tables each schema version added, in creation order."""
 
@@ -187,7 +202,19 @@ def _add_state_times(conn: sa.Connection) -> None:
         index.create(conn, checkfirst=True)
 
 
-UPGRADES: dict[int, Callable[[sa.Connection], None]] = {4: _add_state_times}
+def _add_record_host(conn: sa.Connection) -> None:
+    """Version 5: records name the host that asked; older records were all native calls."""
+    have = {c["name"] for c in sa.inspect(conn).get_columns(records_table.name)}
+    if "host" not in have:
+        conn.execute(
+            sa.text("ALTER TABLE records ADD COLUMN host VARCHAR(40) NOT NULL DEFAULT 'native'")
+        )
+
+
+UPGRADES: dict[int, Callable[[sa.Connection], None]] = {
+    4: _add_state_times,
+    5: _add_record_host,
+}
 """Changes to existing tables a version made, run after its new tables are created."""
 
 

@@ -14,6 +14,7 @@ from engine.encoding import escape_text
 from engine.errors import StoreError, StoreUnavailableError
 from engine.store.db import to_url
 from engine.store.faq import FaqTables
+from engine.store.lazy import TURN_LOG_GET, TURN_LOG_PUT, turn_log_row
 from engine.store.lazy import file_identity as _identity
 from engine.store.memory import MemoryTables
 from engine.store.records import LossSummary, Record, RecordLoss, RecordQuery
@@ -112,20 +113,21 @@ class SqlStore(FaqTables, MemoryTables, StateTables):
         # there, and kept whole in the record's data
         names = ("id", "time", "agent", "point", "scope_key")
         widths = [_width(t.c[name]) for name in names]
+        host_width = _width(t.c.host)
         rows = [
             (
                 *(getattr(r, n)[:w] for n, w in zip(names, widths, strict=True)),
                 r.generation,
                 r.model_dump_json(),
+                r.host[:host_width],
             )
             for r in records
         ]
         # the driver's executemany: records come in batches of hundreds, and the Core insert
         # costs several times more per row than the write itself
-        mark = "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
         sql = (
-            "INSERT INTO records (id, time, agent, point, scope_key, generation, data) "
-            f"VALUES ({', '.join([mark] * 7)})"
+            "INSERT INTO records (id, time, agent, point, scope_key, generation, data, host) "
+            f"VALUES ({', '.join([self.mark] * 8)})"
         ) + (" ON CONFLICT (id) DO NOTHING" if again else "")
         try:
             self._write(lambda conn: conn.exec_driver_sql(sql, rows))
@@ -147,6 +149,8 @@ class SqlStore(FaqTables, MemoryTables, StateTables):
                 stmt = stmt.where(t.c.scope_key == query.scope)
             else:
                 stmt = stmt.where(t.c.scope_key.like(f"%:{query.scope}"))
+        if query.host:
+            stmt = stmt.where(t.c.host == query.host)
         if query.since:
             stmt = stmt.where(t.c.time >= query.since)
         if query.until:
@@ -173,6 +177,34 @@ class SqlStore(FaqTables, MemoryTables, StateTables):
             return gone
 
         return int(self._write(prune))
+
+    @property
+    def mark(self) -> str:
+        """The driver's parameter mark in raw SQL."""
+        return "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
+
+    # -- the turn log ----------------------------------------------------------------------
+
+    def turn_log_put(self, agent: str, session_id: str, question: str, time: str) -> None:
+        """Keep ``question`` as the last prompt of ``agent``'s session (one row per session,
+        overwritten by the next).
+
+        Raises:
+            StoreError: the database could not write it.
+        """
+        row = turn_log_row(agent, session_id, question, time)
+        sql = TURN_LOG_PUT.format(self.mark)
+        self._write(lambda conn: conn.exec_driver_sql(sql, row))
+
+    def turn_log_get(self, agent: str, session_id: str) -> str | None:
+        """The last prompt kept for ``agent``'s session; None if there is none.
+
+        Raises:
+            StoreError: the database could not be read.
+        """
+        sql, key = TURN_LOG_GET.format(self.mark), turn_log_row(agent, session_id)
+        row = self._read(lambda conn: conn.exec_driver_sql(sql, key).first())
+        return None if row is None else str(row[0])
 
     def add_record_loss(self, loss: RecordLoss) -> None:
         t = record_losses_table
