@@ -9,7 +9,12 @@ import sys
 from engine.cli.common import run_main
 
 # Each module adds its subcommands with register(subparsers); the order is the help's order.
-COMMAND_MODULES = ("engine.cli.cmd_core", "engine.cli.cmd_ops", "engine.cli.cmd_serve")
+COMMAND_MODULES = (
+    "engine.cli.cmd_core",
+    "engine.cli.cmd_ops",
+    "engine.cli.cmd_serve",
+    "engine.cli.cmd_mcp",
+)
 
 
 def parser() -> argparse.ArgumentParser:
