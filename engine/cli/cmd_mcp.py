@@ -67,7 +67,7 @@ def run_proxy(args: argparse.Namespace) -> int:
     """Serve until the client leaves (exit 0) or the upstream dies (exit 1)."""
     import anyio
 
-    from engine.integrations.mcp import Gateway, GatewayOptions, serve_stdio
+    from engine.integrations.mcp import Gateway, GatewayOptions, run_stdio
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -87,7 +87,7 @@ def run_proxy(args: argparse.Namespace) -> int:
         gateway = Gateway(engine, options)
         try:
             if args.http is None:
-                anyio.run(serve_stdio, gateway)
+                run_stdio(gateway)
             else:
                 anyio.run(_serve_http, gateway, token, args.bind, args.http)
         except Exception as exc:  # noqa: BLE001 - the command's edge: report, exit non-zero

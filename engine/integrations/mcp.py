@@ -32,6 +32,7 @@ import fnmatch
 import hmac
 import logging
 import os
+import threading
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -114,7 +115,8 @@ class Gateway:
         self.counters = Counters()
         self.failure: str | None = None
         """Why the gateway stopped (the upstream died), else None."""
-        self.stopped = anyio.Event()
+        self.dead = threading.Event()
+        """Set when the upstream died: the gateway stops."""
         self.tools: dict[str, types.Tool] = {}
         self._upstream: Client | None = None
         self.id = uuid.uuid4().hex
@@ -299,7 +301,7 @@ class Gateway:
         """Answer the call that found the upstream dead, and stop the gateway."""
         self.failure = why
         log.error("%s; the gateway stops", why)
-        self.stopped.set()
+        self.dead.set()
         return _error_result(f"{PREFIX}{why}; the gateway stops")
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -475,26 +477,42 @@ STOP_GRACE_S = 0.2
 """How long a stopping gateway waits for the answer to the failing call to reach the client."""
 
 
-async def serve_stdio(gateway: Gateway) -> None:
-    """Serve the gateway on this process's stdin and stdout until the client leaves or the
-    upstream dies (then ``gateway.failure`` says why).
+def run_stdio(gateway: Gateway) -> None:
+    """Serve the gateway on this process's stdin and stdout until the client leaves, or until
+    the upstream dies (then ``gateway.failure`` says why).
 
     While it serves, anything written to fd 1 goes to stderr (``stdio_server`` diverts it),
-    so only protocol reaches stdout.
+    so only protocol reaches stdout. The server runs in a daemon thread: its stdin is read in
+    a worker thread that no cancellation reaches, so a gateway whose upstream died returns
+    here without waiting for the client to close stdin (the caller then exits).
+
+    Raises:
+        Exception: what stopped the server otherwise (an upstream that cannot start, ...).
     """
+    errors: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            anyio.run(_serve_stdio, gateway)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread below
+            errors.append(exc)
+
+    thread = threading.Thread(target=serve, name="mcp-gateway", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        if gateway.dead.wait(0.05):
+            thread.join(STOP_GRACE_S)  # the failing call's answer is on its way to the client
+            return
+    if errors:
+        raise errors[0]
+
+
+async def _serve_stdio(gateway: Gateway) -> None:
     from mcp.server.stdio import stdio_server
 
     server = gateway.server()
-    async with stdio_server() as (read, write), anyio.create_task_group() as tasks:
-
-        async def run() -> None:
-            await server.run(read, write, server.create_initialization_options())
-            tasks.cancel_scope.cancel()
-
-        tasks.start_soon(run)
-        await gateway.stopped.wait()
-        await anyio.sleep(STOP_GRACE_S)
-        tasks.cancel_scope.cancel()
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
 
 
 def http_app(gateway: Gateway, token: str, *, host: str = "127.0.0.1") -> Any:
@@ -515,7 +533,8 @@ async def serve_http(gateway: Gateway, token: str, *, host: str, port: int) -> N
     async with anyio.create_task_group() as tasks:
 
         async def stop_when_dead() -> None:
-            await gateway.stopped.wait()
+            while not gateway.dead.is_set():
+                await anyio.sleep(0.05)
             await anyio.sleep(STOP_GRACE_S)
             server.should_exit = True
 
