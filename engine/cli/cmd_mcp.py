@@ -90,6 +90,8 @@ def run_proxy(args: argparse.Namespace) -> int:
                 run_stdio(gateway)
             else:
                 anyio.run(_serve_http, gateway, token, args.bind, args.http)
+        except KeyboardInterrupt:  # Ctrl-C (uvicorn re-raises the SIGINT it handled): a stop
+            return EXIT_OK
         except Exception as exc:  # noqa: BLE001 - the command's edge: report, exit non-zero
             say(f"hookengine mcp-proxy: error: {_cause(exc)}", file=sys.stderr)
             return EXIT_FAILED
