@@ -424,6 +424,8 @@ def result_from_change(value: Any, stubs: _Stubs | None = None) -> types.CallToo
         )
     if not isinstance(value.get("content"), list):
         raise ValueError(f"content: must be a list, not {_kind(value.get('content'))}")
+    if not isinstance(value.get("isError", False), bool):
+        raise ValueError(f"isError: must be true or false, not {_kind(value['isError'])}")
     unknown = sorted(set(value) - {"content", "structuredContent", "isError"})
     if unknown:
         raise ValueError(f"{unknown[0]}: is not a field of a tool result")

@@ -110,7 +110,7 @@ def test_a_remote_client_with_the_token_is_guarded_like_a_local_one(
 
 
 def test_http_needs_a_token_of_sixteen_characters_or_more(tmp_path: Path) -> None:
-    config, allowed = write_project(tmp_path)
+    config, _ = write_project(tmp_path)
     command = proxy_command(config, ["unused"], "--http", str(free_port()))
     env = {**proxy_env(), "HOOKENGINE_MCP_TOKEN": "short"}
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60)

@@ -8,8 +8,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.integrations.mcp_setup import (
     NODE_DIR,
     NOTES,

@@ -25,6 +25,10 @@ function clean(value, host) {
 }
 
 function on_tool_result(event, host) {
+  if (event.name === "picture") {  // says what it saw of the image; the block itself stays
+    var seen = { type: "text", text: JSON.stringify(event.result.content[0]) };
+    return { result: { content: event.result.content.concat([seen]), isError: false } };
+  }
   var path = String(event.input.path || "");
   if (path.indexOf("badshape") >= 0) { return { result: { content: "not a list" } }; }
   if (path.indexOf("badschema") >= 0) {
