@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # no stubs installed
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -60,6 +60,9 @@ HOST = "mcp"
 
 PREFIX = "hookengine: "
 """Starts every text the gateway writes itself, so the user sees where it came from."""
+
+MAX_SESSIONS = 1000
+"""How many HTTP client sessions the gateway remembers to send ``tools/list_changed`` to."""
 
 log = logging.getLogger("hookengine.mcp")
 
@@ -192,6 +195,9 @@ class Gateway:
             result = await self._call_upstream(ctx, name, arguments)
         except UpstreamDied as exc:
             return self._stop(str(exc))
+        except ValidationError as exc:  # the upstream's answer is no CallToolResult
+            log.warning("tools/call %s: the upstream's answer is not valid: %s", name, exc)
+            return self._withheld("the upstream server's answer is not a valid tool result")
         return await self._checked_result(name, arguments, result, scope)
 
     def offers(self, name: str) -> bool:
@@ -324,7 +330,10 @@ class Gateway:
         headers = getattr(ctx.request, "headers", None)
         session = (headers.get("mcp-session-id") if headers is not None else None) or self.id
         # a session outlives its requests: sending through it later uses the client's channel
+        self._sessions.pop(session, None)
         self._sessions[session] = ctx.session
+        if len(self._sessions) > MAX_SESSIONS:  # the longest idle client misses list changes
+            del self._sessions[next(iter(self._sessions))]
         call_id = str(ctx.request_id) if ctx.request_id is not None else None
         return {"user_id": self.options.user_id, "session_id": session, "call_id": call_id}
 
