@@ -18,6 +18,10 @@ One Python ``Client`` (legacy handshake) per server, all connected at once; the 
 robin (direct, bare, gateway, gateway-full, ...), so machine noise falls on all alike. Every
 gateway answer is checked (redacted, not an error). Target: gateway p50 <= bare p50 + 1 ms.
 
+Then, for the breakdown, the two evaluations each gateway call makes (``atool_call`` and
+``atool_result`` on the same event) are timed in this process, without MCP: what the hooks
+cost, against what the gateway adds in all.
+
 Run: python bench/bench_mcp.py [--calls N]
 """
 
@@ -39,6 +43,7 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's engine
 
 from common import ROOT, pct
 
@@ -178,6 +183,36 @@ async def run(calls: int, warmup: int) -> dict[str, list[float]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+async def engine_cost(calls: int, warmup: int) -> dict[str, list[float]]:
+    """Seconds per call of the gateway's two evaluations, in process, per agent."""
+    from engine import Engine
+    from engine.integrations.mcp import result_event
+
+    root = Path(tempfile.mkdtemp(prefix="bench-mcp-"))
+    try:
+        config, files = write_project(root)
+        arguments = {"path": str(files / "config.env")}
+        text = (files / "config.env").read_text("utf-8")
+        block = types.TextContent(type="text", text=text)
+        seen, _ = result_event(
+            types.CallToolResult(content=[block], structured_content={"content": text})
+        )
+        times: dict[str, list[float]] = {}
+        with Engine.load(config, db=":memory:") as engine:
+            for name in ("fs", "fs_full"):
+                agent = engine.agent(name)
+                times[name] = []
+                for i in range(warmup + calls):
+                    begin = time.perf_counter()
+                    await agent.atool_call("read_text_file", arguments, host="mcp")
+                    await agent.atool_result("read_text_file", arguments, seen, host="mcp")
+                    if i >= warmup:
+                        times[name].append(time.perf_counter() - begin)
+        return times
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def check(name: str, result: types.CallToolResult) -> None:
     text = result.content[0].text if result.content[0].type == "text" else ""
     redacted = SECRET not in text and "[REDACTED]" in text
@@ -209,6 +244,10 @@ def main(argv: list[str] | None = None) -> int:
         added = (statistics.median(times[name]) - bare) * 1e3
         verdict = "met" if added <= TARGET_MS else "MISSED"
         print(f"{name} p50 - bare p50 = {added:+.3f} ms (target <= +{TARGET_MS:g} ms: {verdict})")
+    hooks = anyio.run(engine_cost, args.calls, args.warmup)
+    for agent, spent in hooks.items():
+        p50 = statistics.median(spent) * 1e3
+        print(f"in process, agent {agent}: tool_call + tool_result p50 = {p50:.3f} ms")
     return 0
 
 
