@@ -2,12 +2,14 @@
 never does: progress, a tool that never ends, ``tools/list_changed`` and an image.
 
 Tools: ``count`` (three progress notices, then "counted"), ``slow`` (progress, then waits
-until cancelled), ``change`` (sends ``tools/list_changed``), ``picture`` (a PNG block).
+until cancelled), ``change`` (sends ``tools/list_changed``), ``picture`` (a PNG block),
+``marker`` (the value of ``$HOOKENGINE_TEST_MARKER`` in its environment, or "absent").
 """
 
 from __future__ import annotations
 
 import base64
+import os
 from typing import Any
 
 import anyio
@@ -20,7 +22,7 @@ PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(40))).decode()
 
 TOOLS = [
     types.Tool(name=name, description=name, input_schema={"type": "object"})
-    for name in ("count", "slow", "change", "picture")
+    for name in ("count", "slow", "change", "picture", "marker")
 ]
 
 
@@ -39,6 +41,9 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     if params.name == "picture":
         image = types.ImageContent(type="image", data=PNG, mime_type="image/png")
         return types.CallToolResult(content=[image])
+    if params.name == "marker":
+        text = os.environ.get("HOOKENGINE_TEST_MARKER", "absent")
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
     return types.CallToolResult(content=[types.TextContent(type="text", text=params.name + "ed")])
 
 

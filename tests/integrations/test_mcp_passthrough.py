@@ -117,6 +117,20 @@ def test_hooks_see_binary_content_as_a_stub_unless_asked(
         assert json.loads(said.text) == {"type": "image", "mimeType": "image/png", "bytes": 48}
 
 
+@pytest.mark.parametrize(("options", "seen"), [((), "present"), (("--clean-env",), "absent")])
+def test_clean_env_keeps_the_gateways_environment_from_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: tuple[str, ...], seen: str
+) -> None:
+    monkeypatch.setenv("HOOKENGINE_TEST_MARKER", "present")
+    server, _ = gateway(tmp_path, *options)
+
+    async def session() -> Any:
+        async with Client(server, mode="legacy") as client:
+            return await client.call_tool("marker", {})
+
+    assert anyio.run(session).content[0].text == seen
+
+
 def test_hooks_reload_with_watch(tmp_path: Path) -> None:
     require_node()
     config, allowed = write_project(tmp_path)
