@@ -67,7 +67,8 @@ def run_proxy(args: argparse.Namespace) -> int:
     """Serve until the client leaves (exit 0) or the upstream dies (exit 1)."""
     import anyio
 
-    from engine.integrations.mcp import Gateway, GatewayOptions, run_stdio
+    from engine.integrations.mcp import Gateway, GatewayOptions
+    from engine.integrations.mcp_serve import run_stdio
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -102,7 +103,7 @@ def run_proxy(args: argparse.Namespace) -> int:
 
 
 async def _serve_http(gateway: Any, token: str, host: str, port: int) -> None:
-    from engine.integrations.mcp import serve_http
+    from engine.integrations.mcp_serve import serve_http
 
     await serve_http(gateway, token, host=host, port=port)
 
