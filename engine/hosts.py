@@ -121,6 +121,21 @@ _LITELLM = {
     Point.TOOL_CALL: ({"block"}, "tool_calls: BLOCKED; the arguments cannot be rewritten."),
 }
 
+_MCP = {
+    Point.TOOL_CALL: (
+        {"block", "input"},
+        "tools/call, before the upstream server runs the tool: block as a CallToolResult with "
+        "isError holding the reason (the upstream is not called); input as the call's "
+        "arguments, checked against the tool's inputSchema (a misfit blocks the call).",
+    ),
+    Point.TOOL_RESULT: (
+        {"result"},
+        "tools/call, after: result as the CallToolResult returned ({content, "
+        "structuredContent, isError}), checked against the tool's outputSchema; a withheld "
+        "result as isError.",
+    ),
+}
+
 HOSTS: MappingProxyType[str, HostProfile] = MappingProxyType(
     {
         "native": _profile("native", _EVERYTHING),
@@ -128,6 +143,7 @@ HOSTS: MappingProxyType[str, HostProfile] = MappingProxyType(
         "litellm": _profile("litellm", _LITELLM),
         "claude-code": _profile("claude-code", _CLAUDE_CODE),
         "codex": _profile("codex", _CODEX),
+        "mcp": _profile("mcp", _MCP),
     }
 )
 """Every host the engine knows, by name."""

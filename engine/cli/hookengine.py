@@ -14,6 +14,7 @@ COMMAND_MODULES = (
     "engine.cli.cmd_ops",
     "engine.cli.cmd_serve",
     "engine.cli.cmd_claude",
+    "engine.cli.cmd_mcp",
 )
 
 

@@ -1,0 +1,51 @@
+"""Tool results as the gateway's hooks see them and as their replacements are checked."""
+
+from __future__ import annotations
+
+import mcp_types as types
+import pytest
+
+from engine.integrations.mcp import result_event, result_from_change
+
+IMAGE = types.ImageContent(type="image", data="AAECAw==", mime_type="image/png")
+TEXT = types.TextContent(type="text", text="hi")
+
+
+def test_a_result_is_content_structured_content_and_is_error() -> None:
+    result = types.CallToolResult(content=[TEXT], structured_content={"n": 1})
+    seen, _ = result_event(result)
+    assert seen == {
+        "content": [{"type": "text", "text": "hi"}],
+        "structuredContent": {"n": 1},
+        "isError": False,
+    }
+
+
+def test_binary_blocks_are_stubs_that_turn_back_into_the_block() -> None:
+    seen, stubs = result_event(types.CallToolResult(content=[IMAGE, TEXT]))
+    assert seen["content"][0] == {"type": "image", "mimeType": "image/png", "bytes": 4}
+    rebuilt = result_from_change(seen, stubs)
+    assert rebuilt.content == [IMAGE, TEXT]
+
+
+def test_include_binary_hands_the_data_itself() -> None:
+    seen, _ = result_event(types.CallToolResult(content=[IMAGE]), include_binary=True)
+    assert seen["content"][0]["data"] == "AAECAw=="
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("[withheld]", "must be an object {content, structuredContent, isError}, not str"),
+        ({"content": None}, "content: must be a list, not null"),
+        ({"content": [], "extra": 1}, "extra: is not a field of a tool result"),
+        ({"content": [{"type": "image", "bytes": 4}]}, "content.0"),
+        ({"content": [], "isError": "yes"}, "isError: must be true or false, not str"),
+    ],
+)
+def test_a_replacement_that_is_no_call_tool_result_names_the_field(
+    value: object, message: str
+) -> None:
+    with pytest.raises(ValueError) as info:
+        result_from_change(value)
+    assert message in str(info.value)
