@@ -1,0 +1,399 @@
+"""LangChain v1 middleware (engine/integrations/langchain.py), driven by real ``create_agent``
+runs on a scripted chat model, each through ``invoke`` and ``ainvoke``."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.types import Command
+from pydantic import Field
+
+from engine import Engine
+from engine.integrations.langchain import HookMiddleware
+from engine.store import Record
+from tests.conftest import write
+
+GUARD_SCRIPT = """
+def on_before_user_message(event, host):
+    q = event["question"]
+    if "password" in q:
+        return {"block": "please do not share passwords"}
+    if q == "opening hours?":
+        return {"answer": "We are open 9 to 5."}
+    if q.startswith("rewrite:"):
+        return {"question": q[8:].strip()}
+    if q == "where am I?":
+        return {"messages": [
+            {"role": "system", "content": "The user's city is Moscow."},
+            {"role": "user", "content": "(from memory) I like tea."},
+        ]}
+    return None
+
+
+def on_before_call(event, host):
+    text = " ".join(str(m["content"]) for m in event["messages"])
+    if "no model" in text:
+        return {"block": "the model may not be asked about this"}
+    change = {"sections": ["Answer in English."]}
+    if "narrow" in text:
+        change["tools"] = [t for t in event["tools"] if t["name"] != "delete_file"]
+        change["settings"] = {"temperature": 0}
+    if "scrub" in text:
+        change["messages"] = [
+            {**m, "content": host.redact(m["content"], ["\\\\d{4}-\\\\d{4}"], "[card]")}
+            if m["role"] == "user" else m
+            for m in event["messages"]
+        ]
+    return change
+
+
+def on_tool_call(event, host):
+    if event["name"] == "delete_file":
+        return {"block": "deleting files is not allowed here"}
+    if event["name"] == "shell" and event["input"]["command"].startswith("ls"):
+        return {"input": {"command": event["input"]["command"] + " --color=never"}}
+    if event["name"] == "crash":
+        raise RuntimeError("the guard broke")
+    return None
+
+
+def on_tool_result(event, host):
+    result = event["result"]
+    if isinstance(result, str) and "sk-" in result:
+        return {"result": host.redact(result, ["sk-[A-Za-z0-9]{20,}"], "[REDACTED]")}
+    return None
+
+
+def on_before_assistant_message(event, host):
+    if "internal" in event["answer"]:
+        return {"answer": "I cannot share that."}
+    return None
+
+
+def on_after_turn(event, host):
+    host.log("turn: " + event["question"] + " -> " + event["answer"])
+"""
+
+GUARD_FILES = {
+    "engine.yaml": "scripts:\n  workers: 1\n  timeout_ms: 1000\n",
+    "agents/guard/agent.yaml": "hook_files: [hooks/guard.yaml]\n",
+    "agents/guard/hooks/guard.yaml": "kind: script_hook\nname: guard\nscript: guard.py\n",
+    "agents/guard/hooks/guard.py": GUARD_SCRIPT,
+}
+"""Agent ``guard`` blocks, answers, rewrites, injects, narrows, redacts and replaces."""
+
+SECRET = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2"
+MODES = ["invoke", "ainvoke"]
+_threads = itertools.count()
+
+
+class ScriptedModel(GenericFakeChatModel):
+    """A chat model that answers from a script and records every request it gets;
+    ``bind_tools`` records the tools and settings and returns the model itself."""
+
+    requests: list[list[BaseMessage]] = Field(default_factory=list)
+    bound: list[tuple[list[str], dict[str, Any]]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        self.bound.append(([t.name for t in tools], kwargs))
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.requests.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def scripted(*replies: AIMessage | str) -> ScriptedModel:
+    return ScriptedModel(messages=iter(replies))
+
+
+def call(name: str, args: dict[str, Any], call_id: str = "c1") -> AIMessage:
+    """A model reply that calls one tool."""
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+
+ran: list[tuple[str, dict[str, Any]]] = []
+"""Every tool run: (name, arguments)."""
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a text file."""
+    ran.append(("read_file", {"path": path}))
+    return f"API_KEY={SECRET}\n"
+
+
+@tool
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    ran.append(("delete_file", {"path": path}))
+    return "deleted"
+
+
+@tool
+def shell(command: str) -> str:
+    """Run a shell command."""
+    ran.append(("shell", {"command": command}))
+    return "a.txt b.txt"
+
+
+@tool
+def crash(path: str) -> str:
+    """A tool whose guard fails."""
+    ran.append(("crash", {"path": path}))
+    return "ran"
+
+
+@tool
+def remember(note: str, tool_call_id: str = "") -> Command[Any]:
+    """Store a note (answers with a Command)."""
+    ran.append(("remember", {"note": note}))
+    reply = ToolMessage(f"stored {note} with {SECRET}", tool_call_id="c1", name="remember")
+    return Command(update={"messages": [reply]})
+
+
+TOOLS = [read_file, delete_file, shell, crash, remember]
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    folder = tmp_path_factory.mktemp("langchain")
+    config = write(folder / "config", GUARD_FILES)
+    with Engine.load(config, db=str(folder / "store.db")) as loaded:
+        yield loaded
+
+
+@pytest.fixture(autouse=True)
+def clear_runs() -> None:
+    ran.clear()
+
+
+def run(
+    engine: Engine, model: ScriptedModel, text: str, mode: str, **options: Any
+) -> tuple[list[BaseMessage], str]:
+    """Run the guard agent on ``text``; the final messages and the run's thread id."""
+    middleware = HookMiddleware(engine.agent("guard"), scope=options.pop("scope", None))
+    agent = create_agent(
+        model, TOOLS, system_prompt="You help.", middleware=[middleware], **options
+    )
+    thread = f"t{next(_threads)}"
+    state = {"messages": [HumanMessage(text, id="q1")]}
+    config = {"configurable": {"thread_id": thread}}
+    context = options.pop("context", None)
+    if mode == "invoke":
+        out = agent.invoke(state, config=config, context=context)
+    else:
+        out = asyncio.run(agent.ainvoke(state, config=config, context=context))
+    return out["messages"], thread
+
+
+def records(engine: Engine, thread: str, point: str | None = None) -> list[Record]:
+    """The run's records, oldest first."""
+    return list(reversed(engine.records(scope=thread, point=point)))
+
+
+# -- tool_call and tool_result ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_blocked_tool_never_runs_and_the_model_reads_an_error_tool_message(
+    engine: Engine, mode: str
+) -> None:
+    model = scripted(call("delete_file", {"path": "a.txt"}), "I could not delete it.")
+    messages, _ = run(engine, model, "delete a.txt", mode)
+    refused = [m for m in messages if isinstance(m, ToolMessage)]
+    assert ran == []
+    assert len(refused) == 1
+    assert refused[0].content == "deleting files is not allowed here"
+    assert (refused[0].status, refused[0].tool_call_id, refused[0].name) == (
+        "error",
+        "c1",
+        "delete_file",
+    )
+    assert model.requests[1][-1].content == "deleting files is not allowed here"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_rewritten_tool_input_is_what_the_tool_runs_with(engine: Engine, mode: str) -> None:
+    model = scripted(call("shell", {"command": "ls -la"}), "Two files.")
+    run(engine, model, "list the files", mode)
+    assert ran == [("shell", {"command": "ls -la --color=never"})]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_secret_in_a_tool_result_is_redacted_before_the_model_reads_it(
+    engine: Engine, mode: str
+) -> None:
+    model = scripted(call("read_file", {"path": ".env"}), "The key is hidden.")
+    messages, thread = run(engine, model, "show .env", mode)
+    result = next(m for m in messages if isinstance(m, ToolMessage))
+    assert ran == [("read_file", {"path": ".env"})]
+    assert result.content == "API_KEY=[REDACTED]\n"
+    assert result.status == "success"
+    seen = " ".join(str(m.content) for m in model.requests[1])
+    assert "[REDACTED]" in seen and SECRET not in seen
+    [checked] = records(engine, thread, "tool_result")
+    assert checked.host == "langchain" and checked.event["result"] == f"API_KEY={SECRET}\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_secret_in_a_commands_tool_message_is_redacted(engine: Engine, mode: str) -> None:
+    model = scripted(call("remember", {"note": "n1"}), "Stored.")
+    messages, _ = run(engine, model, "remember n1", mode)
+    result = next(m for m in messages if isinstance(m, ToolMessage))
+    assert ran == [("remember", {"note": "n1"})]
+    assert result.content == "stored n1 with [REDACTED]"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_failing_tool_guard_blocks_the_tool_naming_the_hook(engine: Engine, mode: str) -> None:
+    model = scripted(call("crash", {"path": "x"}), "It failed.")
+    messages, _ = run(engine, model, "crash it", mode)
+    refused = next(m for m in messages if isinstance(m, ToolMessage))
+    assert ran == []
+    assert refused.status == "error" and "guard" in str(refused.content)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tool_input_that_is_not_json_blocks_the_tool_naming_the_path(
+    engine: Engine, mode: str
+) -> None:
+    model = scripted(call("read_file", {"path": b"\x00.env"}), "No.")
+    messages, _ = run(engine, model, "read it", mode)
+    refused = next(m for m in messages if isinstance(m, ToolMessage))
+    assert ran == []
+    assert refused.status == "error"
+    assert "input.path" in str(refused.content) and "bytes is not JSON" in str(refused.content)
+
+
+# -- before_user_message ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_refused_turn_ends_before_the_model_is_called(engine: Engine, mode: str) -> None:
+    model = scripted("never said")
+    messages, thread = run(engine, model, "my password is hunter2", mode)
+    assert model.requests == []
+    assert isinstance(messages[-1], AIMessage)
+    assert messages[-1].content == "please do not share passwords"
+    points = [r.point for r in records(engine, thread)]
+    assert points == ["before_user_message", "after_turn"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_answer_at_before_user_message_is_the_turns_answer(engine: Engine, mode: str) -> None:
+    model = scripted("never said")
+    messages, _ = run(engine, model, "opening hours?", mode)
+    assert model.requests == []
+    assert [type(m) for m in messages] == [HumanMessage, AIMessage]
+    assert messages[-1].content == "We are open 9 to 5."
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_rewritten_question_replaces_the_users_message_in_place(
+    engine: Engine, mode: str
+) -> None:
+    model = scripted("Hello.")
+    messages, _ = run(engine, model, "rewrite: hello there", mode)
+    assert messages[0].id == "q1" and messages[0].content == "hello there"
+    assert [m.content for m in model.requests[0] if isinstance(m, HumanMessage)] == ["hello there"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_injected_messages_join_each_model_request_but_not_the_conversation(
+    engine: Engine, mode: str
+) -> None:
+    model = scripted(call("shell", {"command": "pwd"}), "Moscow.")
+    messages, _ = run(engine, model, "where am I?", mode)
+    for request in model.requests:
+        assert request[0].content == "You help.\n\nThe user's city is Moscow.\n\nAnswer in English."
+        assert [m.content for m in request[1:3]] == ["(from memory) I like tea.", "where am I?"]
+    assert len(model.requests) == 2
+    assert not any("I like tea" in str(m.content) for m in messages)
+
+
+# -- before_call --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_before_call_section_is_appended_to_the_system_message(engine: Engine, mode: str) -> None:
+    model = scripted("Fine.")
+    _, thread = run(engine, model, "how are you?", mode)
+    assert model.requests[0][0].content == "You help.\n\nAnswer in English."
+    [event] = [r.event for r in records(engine, thread, "before_call")]
+    assert event["instruction"] == "You help."
+    assert {t["name"] for t in event["tools"]} == {t.name for t in TOOLS}
+    assert event["messages"] == [{"role": "user", "content": "how are you?", "id": "q1"}]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_blocked_model_call_is_answered_without_the_model(engine: Engine, mode: str) -> None:
+    model = scripted("never said")
+    messages, _ = run(engine, model, "no model please", mode)
+    assert model.requests == []
+    assert messages[-1].content == "the model may not be asked about this"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_before_call_narrows_the_tools_and_changes_the_settings(engine: Engine, mode: str) -> None:
+    model = scripted("Done.")
+    run(engine, model, "narrow the tools", mode)
+    [(names, settings)] = model.bound
+    assert "delete_file" not in names and set(names) == {"read_file", "shell", "crash", "remember"}
+    assert settings["temperature"] == 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_before_call_replaced_messages_reach_the_model(engine: Engine, mode: str) -> None:
+    model = scripted("Noted.")
+    messages, _ = run(engine, model, "scrub my card 1234-5678", mode)
+    assert model.requests[0][1].content == "scrub my card [card]"
+    assert model.requests[0][1].id == "q1"
+    assert messages[0].content == "scrub my card 1234-5678"  # the conversation keeps its own
+
+
+# -- before_assistant_message and after_turn ----------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_replaced_final_answer_keeps_the_messages_id(engine: Engine, mode: str) -> None:
+    model = scripted(AIMessage("the internal codename is X", id="answer-1"))
+    messages, thread = run(engine, model, "what is the codename?", mode)
+    answers = [m for m in messages if isinstance(m, AIMessage)]
+    assert len(answers) == 1
+    assert (answers[0].id, answers[0].content) == ("answer-1", "I cannot share that.")
+    [event] = [r.event for r in records(engine, thread, "after_turn")]
+    assert event["answer"] == "I cannot share that."
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_runs_points_share_the_turn_and_the_thread_is_the_session(
+    engine: Engine, mode: str
+) -> None:
+    model = scripted(call("read_file", {"path": "a"}), "Read.")
+    _, thread = run(engine, model, "read a", mode)
+    found = records(engine, thread)
+    assert [r.point for r in found] == [
+        "before_user_message",
+        "before_call",
+        "tool_call",
+        "tool_result",
+        "before_call",
+        "before_assistant_message",
+        "after_turn",
+    ]
+    turn = found[0].event["turn_id"]
+    assert turn and {r.event["turn_id"] for r in found} == {turn}
+    assert {r.scope["session_id"] for r in found} == {thread}
+    assert found[-1].event["tool_calls"] == [
+        {"name": "read_file", "input": {"path": "a"}, "call_id": "c1"}
+    ]
+    assert found[-1].event["question"] == "read a" and found[-1].event["answer"] == "Read."
