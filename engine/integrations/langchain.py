@@ -31,7 +31,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Annotated, Any, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -362,7 +362,8 @@ ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 def with_context(request: ModelRequest[Any]) -> ModelRequest[Any]:
     """The request with this run's injected messages: system texts appended to the system
     message, the others placed just before the user's question."""
-    context = request.state.get("hookengine_context") if request.state else None
+    state: Mapping[str, Any] = request.state or {}
+    context: list[dict[str, Any]] = state.get("hookengine_context") or []
     if not context:
         return request
     system = [m["content"] for m in context if m["role"] == "system"]
@@ -394,8 +395,8 @@ def call_fields(request: ModelRequest[Any]) -> dict[str, Any]:
 def message_data(message: BaseMessage) -> dict[str, Any]:
     """A message as hooks see it: ``role``, ``content`` and ``id``; an assistant's
     ``tool_calls`` (``name``, ``args``, ``id``); a tool result's ``tool_call_id``, ``name``."""
-    data = {"role": ROLES.get(message.type, message.type), "content": message.content}
-    data["id"] = message.id
+    data: dict[str, Any] = {"role": ROLES.get(message.type, message.type)}
+    data["content"], data["id"] = message.content, message.id
     if isinstance(message, AIMessage) and message.tool_calls:
         data["tool_calls"] = [
             {"name": c["name"], "args": c["args"], "id": c["id"]} for c in message.tool_calls
@@ -533,7 +534,7 @@ def with_messages(output: ToolOutput, checked: list[ToolMessage]) -> ToolOutput:
     if not checked:
         return output
     replaced = iter(checked)
-    update = dict(output.update)  # a mapping: tool_messages found messages in it
+    update = dict(cast("Mapping[str, Any]", output.update))  # tool_messages found a mapping
     update["messages"] = [
         next(replaced) if isinstance(m, ToolMessage) else m for m in update["messages"]
     ]
