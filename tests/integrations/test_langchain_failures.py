@@ -15,7 +15,8 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from engine import Engine
 from engine.hosts import HOSTS
-from engine.integrations.langchain import HookMiddleware, as_content, default_scope
+from engine.integrations.langchain import HookMiddleware, default_scope
+from engine.integrations.langchain_events import as_content
 from tests.conftest import REPO
 from tests.integrations.langchain_agent import (
     MODES,
