@@ -66,13 +66,13 @@ from engine.integrations.langchain_events import (
     withheld,
 )
 from engine.points import Point
+from engine.runtime import Agent
 
 if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
 
     from engine.outcome import Outcome
-    from engine.runtime import Agent
 
 HOST = "langchain"
 """The engine's host profile (engine/hosts.py) every evaluation names."""
@@ -103,11 +103,19 @@ class HookMiddleware(AgentMiddleware[HookState, Any, Any]):
         scope: a callable given the hook's runtime, returning the scope (``user_id``,
             ``session_id``, ``template``, ``process``; any left out is None). Without it the
             scope is ``runtime.context``'s ``user_id`` and the run's ``thread_id``.
+
+    Raises:
+        TypeError: ``agent`` is not an engine agent, or ``scope`` is not callable.
     """
 
     state_schema = HookState
 
     def __init__(self, agent: Agent, *, scope: ScopeOf | None = None) -> None:
+        if not isinstance(agent, Agent):
+            kind = type(agent).__name__
+            raise TypeError(f"agent: must be an engine agent (engine.agent(name)), not {kind}")
+        if scope is not None and not callable(scope):
+            raise TypeError(f"scope: must be a callable or None, not {type(scope).__name__}")
         super().__init__()
         self.agent = agent
         self.scope = scope

@@ -109,6 +109,13 @@ def test_a_tool_result_that_is_not_json_is_withheld_naming_the_path(
     assert out.artifact is None
 
 
+def test_a_wrong_agent_or_scope_is_a_type_error_naming_the_argument(engine: Engine) -> None:
+    with pytest.raises(TypeError, match=r"^agent: must be an engine agent .*not Engine"):
+        HookMiddleware(engine)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^scope: must be a callable or None, not dict"):
+        HookMiddleware(engine.agent("guard"), scope={"user_id": "u1"})  # type: ignore[arg-type]
+
+
 # -- scope ----------------------------------------------------------------------------------------
 
 
