@@ -82,6 +82,10 @@ SCOPE_KEYS = frozenset({"user_id", "session_id", "template", "process"})
 ScopeOf = Callable[[Any], Mapping[str, Any]]
 """Given the hook's runtime (``Runtime``, or ``ToolRuntime`` at a tool call), the scope."""
 
+NO_TURN: dict[str, Any] = {"hookengine_turn_id": None, "hookengine_context": []}
+"""The state update of a run that starts without a user message: nothing of an earlier
+turn (its id, its injected messages) carries over to it."""
+
 log = logging.getLogger("engine.integrations.langchain")
 
 
@@ -126,7 +130,7 @@ class HookMiddleware(AgentMiddleware[HookState, Any, Any]):
     def before_agent(self, state: HookState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         question = new_question(state)
         if question is None:
-            return None
+            return NO_TURN
         fields = {"question": question.text}
         try:
             out = self._evaluate(Point.BEFORE_USER_MESSAGE, fields, runtime, None)
@@ -138,7 +142,7 @@ class HookMiddleware(AgentMiddleware[HookState, Any, Any]):
     async def abefore_agent(self, state: HookState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         question = new_question(state)
         if question is None:
-            return None
+            return NO_TURN
         fields = {"question": question.text}
         try:
             out = await self._aevaluate(Point.BEFORE_USER_MESSAGE, fields, runtime, None)

@@ -41,8 +41,8 @@ ToolOutput = ToolMessage | Command[Any]
 
 
 def new_question(state: Mapping[str, Any]) -> HumanMessage | None:
-    """The run's new user message: the last message, if a person wrote it (a run resumed
-    after a tool or an interrupt has none, and asks nothing at this point)."""
+    """The run's new user message: the last message, if a person wrote it (a run started on
+    other input has none, and asks nothing at ``before_user_message``)."""
     messages = state.get("messages") or []
     last = messages[-1] if messages else None
     return last if isinstance(last, HumanMessage) else None

@@ -191,16 +191,25 @@ def load_guard(folder: Path) -> Engine:
 
 
 def run(
-    engine: Engine, model: ScriptedModel, text: str, mode: str, **options: Any
+    engine: Engine,
+    model: ScriptedModel,
+    text: str,
+    mode: str,
+    *,
+    scope: Any = None,
+    context: Any = None,
+    thread: str | None = None,
+    question_id: str = "q1",
+    **options: Any,
 ) -> tuple[list[BaseMessage], str]:
-    """Run the guard agent on ``text``; the final messages and the run's thread id."""
-    middleware = HookMiddleware(engine.agent("guard"), scope=options.pop("scope", None))
-    context = options.pop("context", None)
+    """Run the guard agent on ``text`` (``options`` go to ``create_agent``); the final
+    messages and the run's thread id."""
+    middleware = HookMiddleware(engine.agent("guard"), scope=scope)
     agent = create_agent(
         model, TOOLS, system_prompt="You help.", middleware=[middleware], **options
     )
-    thread = f"t{next(_threads)}"
-    state = {"messages": [HumanMessage(text, id="q1")]}
+    thread = thread or f"t{next(_threads)}"
+    state = {"messages": [HumanMessage(text, id=question_id)]}
     config = {"configurable": {"thread_id": thread}}
     if mode == "invoke":
         out = agent.invoke(state, config=config, context=context)

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
 from engine import Engine
 from tests.integrations.langchain_agent import (
@@ -231,3 +232,23 @@ def test_a_runs_points_share_the_turn_and_the_thread_is_the_session(
         {"name": "read_file", "input": {"path": "a"}, "call_id": "c1"}
     ]
     assert found[-1].event["question"] == "read a" and found[-1].event["answer"] == "Read."
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_second_turn_on_a_thread_gets_its_own_turn_and_no_earlier_injection(
+    engine: Engine, mode: str
+) -> None:
+    saver = InMemorySaver()
+    first = scripted("Moscow.")
+    _, thread = run(engine, first, "where am I?", mode, checkpointer=saver)
+    second = scripted("Fine.")
+    messages, _ = run(
+        engine, second, "how are you?", mode, checkpointer=saver, thread=thread, question_id="q2"
+    )
+    assert [m.content for m in messages] == ["where am I?", "Moscow.", "how are you?", "Fine."]
+    sent = second.requests[0]
+    assert sent[0].content == "You help.\n\nAnswer in English."
+    assert [m.content for m in sent[1:]] == ["where am I?", "Moscow.", "how are you?"]
+    turns = [r for r in records(engine, thread, "after_turn")]
+    assert [t.event["question"] for t in turns] == ["where am I?", "how are you?"]
+    assert turns[0].event["turn_id"] != turns[1].event["turn_id"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import subprocess
@@ -98,7 +99,6 @@ def test_a_tool_result_that_is_not_json_is_withheld_naming_the_path(
     if mode == "invoke":
         out = middleware.wrap_tool_call(request, lambda r: reply)
     else:
-        import asyncio
 
         async def handler(r: Any) -> ToolMessage:
             return reply
@@ -114,6 +114,20 @@ def test_a_wrong_agent_or_scope_is_a_type_error_naming_the_argument(engine: Engi
         HookMiddleware(engine)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"^scope: must be a callable or None, not dict"):
         HookMiddleware(engine.agent("guard"), scope={"user_id": "u1"})  # type: ignore[arg-type]
+
+
+def test_a_run_without_a_new_user_message_asks_nothing_and_drops_the_last_turns_context(
+    engine: Engine,
+) -> None:
+    middleware = HookMiddleware(engine.agent("guard"))
+    state: Any = {
+        "messages": [AIMessage("earlier answer")],
+        "hookengine_turn_id": "old-turn",
+        "hookengine_context": [{"role": "system", "content": "old context"}],
+    }
+    update = {"hookengine_turn_id": None, "hookengine_context": []}
+    assert middleware.before_agent(state, None) == update  # type: ignore[arg-type]
+    assert asyncio.run(middleware.abefore_agent(state, None)) == update  # type: ignore[arg-type]
 
 
 # -- scope ----------------------------------------------------------------------------------------
