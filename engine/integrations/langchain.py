@@ -329,7 +329,7 @@ def _turn_id(state: Any) -> str | None:
 
 
 def _failed(point: str, exc: Exception) -> str:
-    """Log a failed check and return the text that tells the model (never input values)."""
+    """Log a failed check and return the text that tells the model what failed."""
     log.warning("langchain middleware: %s check failed: %r", point, exc)
     if isinstance(exc, EventError):
         return PREFIX + f"the {point} event is not valid input: {_cut(str(exc))}"
