@@ -136,6 +136,31 @@ _MCP = {
     ),
 }
 
+_LANGCHAIN = {
+    Point.BEFORE_USER_MESSAGE: (
+        {"block", "answer", "question", "messages"},
+        "before_agent: block and answer end the run (jump_to end) with an AIMessage, the model "
+        "is not asked; a rewritten question replaces the HumanMessage (same id); injected "
+        "messages join each model request of the run (system ones the system message).",
+    ),
+    Point.BEFORE_CALL: (
+        {"sections", "instruction", "messages", "tools", "settings", "block"},
+        "wrap_model_call: request.override(system_message=, messages=, tools=, "
+        "model_settings=); block as an AIMessage with the reason, the model is not called.",
+    ),
+    Point.TOOL_CALL: (
+        {"block", "input"},
+        "wrap_tool_call: block as an error ToolMessage with the reason; input as "
+        "request.override(tool_call=).",
+    ),
+    Point.TOOL_RESULT: ({"result"}, "wrap_tool_call: the ToolMessage's content replaced."),
+    Point.BEFORE_ASSISTANT_MESSAGE: (
+        {"answer", "append"},
+        "after_model: the final AIMessage replaced by one with the same id.",
+    ),
+    Point.AFTER_TURN: (set(), "after_agent."),
+}
+
 HOSTS: MappingProxyType[str, HostProfile] = MappingProxyType(
     {
         "native": _profile("native", _EVERYTHING),
@@ -144,6 +169,7 @@ HOSTS: MappingProxyType[str, HostProfile] = MappingProxyType(
         "claude-code": _profile("claude-code", _CLAUDE_CODE),
         "codex": _profile("codex", _CODEX),
         "mcp": _profile("mcp", _MCP),
+        "langchain": _profile("langchain", _LANGCHAIN),
     }
 )
 """Every host the engine knows, by name."""
