@@ -28,6 +28,7 @@ LAYERS: list[set[str]] = [
         "explain",
         "yamltests",
         "demo",
+        "integrations",
     },
     {"cli", "http"},
 ]
