@@ -287,12 +287,15 @@ async def run(
     Raises:
         EventError: ``input`` is neither text nor a list of items, or ``scope`` gives a bad
             value (naming it): the call is wrong, and nothing ran.
-        EngineError: a tool cannot be guarded (``guard_tools``).
+        EngineError: a tool cannot be guarded (``guard_tools``), or an MCP server of the
+            agent has no ``tool_guardrails``: nothing ran.
         AgentsException: what ``Runner.run`` raises (but ``ModelCallBlocked``: a refused turn).
     """
     policy = _Policy(engine_agent, scope)
     context = options.get("context")
     question = question_of(input)
+    _check_servers(agent)
+    guarded = agent.clone(tools=guard_tools(agent.tools, engine_agent, scope=scope))
     try:
         first = await policy.evaluate("before_user_message", {"question": question}, context)
     except EventError:
@@ -301,7 +304,7 @@ async def run(
         return _refused(_failed(exc), None)
     token = _TURN.set(first.turn_id)
     try:
-        return await _turn(agent, input, first, policy, run_config, options)
+        return await _turn(guarded, input, first, policy, run_config, options)
     finally:
         _TURN.reset(token)
 
@@ -317,7 +320,7 @@ async def _turn(
     run_config: RunConfig | None,
     options: dict[str, Any],
 ) -> Turn:
-    """``run`` after before_user_message decided ``first``."""
+    """``run`` after before_user_message decided ``first`` (``agent``'s tools guarded)."""
     context = options.get("context")
     if first.blocked:
         return _refused(first.reason or PREFIX + "blocked by policy", first)
@@ -325,12 +328,9 @@ async def _turn(
     if first.answer is not None:
         await _after_turn(policy, asked, first.answer, [], context)
         return Turn(first.answer, first.turn_id, answered=True, notices=list(first.notices))
-    tools = guard_tools(agent.tools, policy.agent, scope=policy.scope)
     config = _with_filter(run_config or RunConfig(), policy)
     try:
-        result = await Runner.run(
-            agent.clone(tools=tools), _input_with(input, first), run_config=config, **options
-        )
+        result = await Runner.run(agent, _input_with(input, first), run_config=config, **options)
     except ModelCallBlocked as exc:
         return _refused(exc.reason, first)
     turn = await _final(policy, asked, result, context)
@@ -366,6 +366,22 @@ async def _after_turn(
         await policy.evaluate("after_turn", fields, context)
     except Exception as exc:  # noqa: BLE001 - the edge: after_turn hooks only hear
         log.warning("openai-agents: after_turn failed: %s", _failed(exc))
+
+
+def _check_servers(agent: Agent[Any]) -> None:
+    """Refuse a run whose MCP servers would call tools with no tool_call hook before them.
+
+    Raises:
+        EngineError: naming the first server without this module's tool guardrails.
+    """
+    for index, server in enumerate(agent.mcp_servers):
+        names = {g.get_name() for g in getattr(server, "tool_input_guardrails", None) or []}
+        outs = {g.get_name() for g in getattr(server, "tool_output_guardrails", None) or []}
+        if "hookengine_tool_call" not in names or "hookengine_tool_result" not in outs:
+            raise EngineError(
+                f"mcp_servers[{index}] ({server.name}): its tools are not guarded; create it with "
+                "tool_input_guardrails and tool_output_guardrails from tool_guardrails()"
+            )
 
 
 def _refused(reason: str, out: Outcome | None) -> Turn:

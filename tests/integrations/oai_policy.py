@@ -33,11 +33,16 @@ source: |
       return change
 
   def on_tool_call(event, host):
-      if event["name"] == "delete_file":
+      name, data = event["name"], event["input"]
+      if name == "delete_file":
           return {"block": "deleting files is not allowed here"}
+      if name in ["write_file", "move_file", "edit_file"] and data.get("dryRun") is not True:
+          return {"block": "the files are read-only here"}
+      if name == "get_file_info":
+          return {"input": {"path": data.get("path", "") + ".bak"}}
       if event["name"] == "crash":
           raise ValueError("the guard crashed")
-      url = event["input"].get("url", "")
+      url = data.get("url", "")
       if url.startswith("http://"):
           return {"input": {"url": "https://" + url[7:]}}
       return None
