@@ -691,8 +691,10 @@ def _model_input(model: ModelInputData, out: Outcome) -> ModelInputData:
     instructions = out.instruction if _changed(out, "instruction") else model.instructions
     if out.sections:
         instructions = "\n\n".join(part for part in [instructions, *out.sections] if part)
-    items = list(out.messages) if _changed(out, "messages") else model.input
-    return ModelInputData(input=items, instructions=instructions)
+    if not _changed(out, "messages"):
+        return ModelInputData(input=model.input, instructions=instructions)
+    # a hook's messages are the input items it wants sent, as JSON data: the SDK takes dicts
+    return ModelInputData(input=list(out.messages), instructions=instructions)  # type: ignore[arg-type]
 
 
 def _last_user(items: list[Any]) -> int | None:

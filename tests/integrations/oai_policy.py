@@ -30,7 +30,15 @@ source: |
       change = {"sections": ["Answer in English."]}
       if "narrow" in str(event["messages"]):
           change["tools"] = [t for t in event["tools"] if t != "delete_file"]
+      if "sk-" in str(event["messages"]):
+          change["messages"] = [redacted(m, host) for m in event["messages"]]
       return change
+
+  def redacted(message, host):
+      copy = dict(message)
+      if isinstance(copy.get("content"), str):
+          copy["content"] = host.redact(copy["content"], ["sk-[A-Za-z0-9]{20,}"], "[REDACTED]")
+      return copy
 
   def on_tool_call(event, host):
       name, data = event["name"], event["input"]

@@ -352,6 +352,13 @@ async def test_the_model_input_filter_adds_sections_and_a_block_stops_the_model_
     assert info.value.reason == "this topic is not discussed here"
 
 
+async def test_the_model_input_filter_sends_the_messages_a_hook_rewrote(ops: EngineAgent) -> None:
+    config = RunConfig(call_model_input_filter=oa.call_model_input_filter(ops))
+    model = ScriptedModel([[assistant_message("noted")]])
+    await Runner.run(Agent(name="a", model=model), f"my key is {SECRET}", run_config=config)
+    assert model.calls[0].input == [{"role": "user", "content": "my key is [REDACTED]"}]
+
+
 async def test_a_tools_change_the_filter_cannot_apply_is_reported(
     ops: EngineAgent, ran: Ran, caplog: pytest.LogCaptureFixture
 ) -> None:
