@@ -243,6 +243,26 @@ async def test_guard_tools_decides_when_the_tool_is_invoked_without_its_guardrai
     assert ran.calls == [("fetch", {"url": "https://example.org"})]
 
 
+async def test_a_rewrite_applies_to_a_tool_run_after_an_approval(ops: EngineAgent) -> None:
+    seen: list[str] = []
+
+    @function_tool(needs_approval=True)
+    def fetch(url: str) -> str:
+        """Fetch a URL."""
+        seen.append(url)
+        return "body"
+
+    model = one_tool_call("fetch", {"url": "http://example.org"})
+    agent = Agent(name="a", model=model, tools=oa.guard_tools([fetch], ops))
+    paused = await Runner.run(agent, "fetch it")
+    assert seen == [] and len(paused.interruptions) == 1
+    state = paused.to_state()
+    state.approve(paused.interruptions[0])
+    await Runner.run(agent, state)
+    assert seen == ["https://example.org"]
+    assert outputs(model, 1) == {"c1": "body"}
+
+
 def test_guard_tools_keeps_a_guarded_tool_and_refuses_a_hosted_one(
     ops: EngineAgent, ran: Ran
 ) -> None:
