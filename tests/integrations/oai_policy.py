@@ -63,6 +63,8 @@ source: |
       return None
 
   def on_before_assistant_message(event, host):
+      if "explode" in event["answer"]:
+          raise ValueError("the answer check crashed")
       if "internal" in event["answer"]:
           return {"answer": "I cannot share that."}
       return None

@@ -465,6 +465,37 @@ async def test_run_turns_a_blocked_model_call_into_a_refused_turn(
     assert engine.records(point="after_turn") == []
 
 
+async def test_run_withholds_an_answer_its_check_failed_on(
+    engine: Engine, ops: EngineAgent
+) -> None:
+    model = ScriptedModel([[assistant_message("this will explode")]])
+    turn = await oa.run(Agent(name="a", model=model), "hi", engine_agent=ops)
+    assert turn.blocked
+    assert turn.final_output == "Sorry, this answer was withheld because a required check failed."
+    assert turn.reason == "refused: the check 'policy' failed (error)"
+    assert turn.result is not None and turn.result.final_output == "this will explode"
+    assert engine.records(point="after_turn") == []
+
+
+async def test_a_check_that_cannot_run_refuses_the_model_call_and_trips_the_guardrails(
+    ops: EngineAgent,
+) -> None:
+    def broken(context: Any) -> dict[str, Any]:
+        raise RuntimeError("no user here")
+
+    config = RunConfig(call_model_input_filter=oa.call_model_input_filter(ops, scope=broken))
+    model = ScriptedModel([[assistant_message("never")]])
+    with pytest.raises(oa.ModelCallBlocked) as info:
+        await Runner.run(Agent(name="a", model=model), "hi", run_config=config)
+    assert model.calls == ()
+    assert info.value.reason == ("hookengine: the policy check failed (RuntimeError: no user here)")
+    guarded = Agent(name="a", model=model, input_guardrails=[oa.input_guardrail(ops, scope=broken)])
+    with pytest.raises(InputGuardrailTripwireTriggered) as tripped:
+        await Runner.run(guarded, "hi")
+    assert model.calls == ()
+    assert "RuntimeError: no user here" in tripped.value.guardrail_result.output.output_info
+
+
 async def test_run_chains_the_callers_model_input_filter_before_its_own(ops: EngineAgent) -> None:
     from agents.run_config import CallModelData, ModelInputData
 
