@@ -11,6 +11,7 @@ from pathlib import Path
 from engine.hosts import HOSTS
 from engine.points import Point
 from tests.conftest import REPO
+from tests.test_docs import anchors
 
 DOC = (REPO / "docs" / "openai-agents.md").read_text(encoding="utf-8")
 
@@ -41,6 +42,12 @@ def test_the_page_maps_every_point_and_names_the_host_profile() -> None:
     assert "openai-agents" in HOSTS and "`openai-agents`" in DOC
 
 
-def test_the_hosts_page_links_here() -> None:
+def test_the_hosts_page_links_here_and_every_link_of_the_page_resolves() -> None:
     hosts = (REPO / "docs" / "hosts.md").read_text(encoding="utf-8")
     assert "(openai-agents.md)" in hosts
+    links = re.findall(r"\]\(([a-z_-]*\.md)?(?:#([^)]*))?\)", DOC)
+    assert links
+    for target, anchor in links:
+        page = (REPO / "docs" / target).read_text(encoding="utf-8") if target else DOC
+        if anchor:
+            assert anchor in anchors(page), f"#{anchor}"
