@@ -241,11 +241,14 @@ async def run(
             value (naming it): the call is wrong, and nothing ran.
         EngineError: a tool cannot be guarded (``guard_tools``), or an MCP server of the
             agent has no ``tool_guardrails``: nothing ran.
+        TypeError: ``run_config`` is not a ``RunConfig``.
         AgentsException: what ``Runner.run`` raises (but ``ModelCallBlocked``: a refused turn).
     """
     policy = Policy(engine_agent, scope)
     context = options.get("context")
     question = question_of(input)
+    if run_config is not None and not isinstance(run_config, RunConfig):
+        raise TypeError(f"run_config: must be a RunConfig, not {type(run_config).__name__}")
     _check_servers(agent)
     guarded = agent.clone(tools=guard_tools(agent.tools, engine_agent, scope=scope))
     try:

@@ -160,6 +160,10 @@ async def _decide_tool_result(
 
 
 _WITHHELD = PREFIX + "the tool's output was withheld by policy"
+_UNCHECKED = (
+    PREFIX + "this call is not the one the policy checked (no ToolContext, or other "
+    "arguments); the tool was not run"
+)
 
 
 def _guard(tool: FunctionTool, policy: Policy) -> FunctionTool:
@@ -167,14 +171,16 @@ def _guard(tool: FunctionTool, policy: Policy) -> FunctionTool:
     inner = tool.on_invoke_tool
 
     async def invoke(ctx: ToolContext[Any], input: str) -> Any:
-        out = _DECIDED.get(ctx) if isinstance(ctx, ToolContext) else None
+        if not isinstance(ctx, ToolContext) or input != ctx.tool_arguments:
+            return _UNCHECKED
+        out = _DECIDED.get(ctx)
         if out is None:  # called without its input guardrail (directly): decide here
-            if not isinstance(ctx, ToolContext):
-                return PREFIX + "the tool call cannot be checked without a ToolContext"
             verdict = await _decide_tool_call(policy, ctx, rewrites=True)
             if verdict.behavior["type"] != "allow":
                 return verdict.behavior.get("message", _WITHHELD)
             out = _DECIDED[ctx]
+        if out.blocked:
+            return out.reason or PREFIX + "blocked by policy"
         if changed(out, "input") and out.input is not None:
             if getattr(ctx, "_function_tool_arguments", None) is not None:
                 ctx._function_tool_arguments = None  # prepared for the model's arguments

@@ -237,9 +237,12 @@ async def test_guard_tools_decides_when_the_tool_is_invoked_without_its_guardrai
     args = json.dumps({"url": "http://example.org"})
     ctx = ToolContext(None, tool_name="fetch", tool_call_id="c9", tool_arguments=args)
     assert await fetch.on_invoke_tool(ctx, args) == "body of https://example.org, key " + SECRET
-    ctx = ToolContext(None, tool_name="delete_file", tool_call_id="c8", tool_arguments="{}")
-    said = await delete_file.on_invoke_tool(ctx, json.dumps({"path": "x"}))
-    assert said == "deleting files is not allowed here"
+    args = json.dumps({"path": "x"})
+    ctx = ToolContext(None, tool_name="delete_file", tool_call_id="c8", tool_arguments=args)
+    assert await delete_file.on_invoke_tool(ctx, args) == "deleting files is not allowed here"
+    other = ToolContext(None, tool_name="fetch", tool_call_id="c7", tool_arguments="{}")
+    said = await fetch.on_invoke_tool(other, json.dumps({"url": "https://example.org"}))
+    assert said.startswith("hookengine: this call is not the one the policy checked")
     assert ran.calls == [("fetch", {"url": "https://example.org"})]
 
 
@@ -513,6 +516,8 @@ async def test_run_raises_for_input_that_is_not_text_or_items(ops: EngineAgent) 
     with pytest.raises(EventError) as info:
         await oa.run(Agent(name="a", model=model), 42, engine_agent=ops)  # type: ignore[arg-type]
     assert info.value.errors[0]["loc"] == ["input"]
+    with pytest.raises(TypeError, match="run_config: must be a RunConfig, not dict"):
+        await oa.run(Agent(name="a", model=model), "hi", engine_agent=ops, run_config={})  # type: ignore[arg-type]
 
 
 # -- rendering and imports -------------------------------------------------------------------------
