@@ -7,7 +7,11 @@ with a secret) and, unless blocked, the ``tool_result`` decision. Two ways to ma
 - ``direct``: ``agent.tool_call`` / ``agent.tool_result`` (or the a-forms) with the scope and
   host the adapter would use, and the tool called in between;
 - ``langchain``: ``HookMiddleware.wrap_tool_call`` (or ``awrap_tool_call``) on a real
-  ``ToolCallRequest`` with a ``ToolRuntime`` (the context's user, the thread's id).
+  ``ToolCallRequest`` with a ``ToolRuntime`` (the context's user, the thread's id);
+- ``openai-agents``: what the Agents SDK runs per call of a tool from ``guard_tools``: its
+  input guardrail, its ``on_invoke_tool`` and its output guardrail, on a real ``ToolContext``
+  (async only, as the SDK is). ``direct`` there invokes the unguarded ``FunctionTool`` the same
+  way, so the SDK's own argument parsing is on both sides.
 
 The two alternate call by call over the same events (a read whose result holds a key, a
 harmless shell command, a blocked delete), so drift on a shared machine hits both alike.
@@ -15,7 +19,7 @@ Each row prints p50 and p99 in µs and the p50 difference to ``direct``; the tar
 <= +300 µs p50. Every outcome is checked (a delete is blocked and never runs, the key is
 redacted).
 
-Run: python bench/bench_adapters.py [--only langchain] [--quick]
+Run: python bench/bench_adapters.py [--only langchain] [--only openai-agents] [--quick]
 """
 
 from __future__ import annotations
@@ -181,6 +185,78 @@ def langchain_rows(engine: Engine, *, runs: int, warmup: int) -> Timed:
     ]
 
 
+# -- OpenAI Agents SDK --------------------------------------------------------------------------
+
+
+def openai_agents_rows(engine: Engine, *, runs: int, warmup: int) -> Timed:
+    """A ``guard_tools`` tool call (input guardrail, invoker, output guardrail) against the
+    direct engine calls around the unguarded tool."""
+    import json
+
+    from agents import Agent, FunctionTool, function_tool
+    from agents.tool_context import ToolContext
+    from agents.tool_guardrails import ToolInputGuardrailData, ToolOutputGuardrailData
+
+    from engine.integrations.openai_agents import HOST, guard_tools
+
+    agent = engine.agent("tools")
+    ran: list[str] = []
+
+    def make(name: str) -> FunctionTool:
+        def body(path: str = "", command: str = "") -> str:
+            ran.append(name)
+            return f"API_KEY={SECRET}\n"
+
+        return function_tool(body, name_override=name)
+
+    plain = {name: make(name) for name, _, _ in CALLS}
+    guarded = dict(zip(plain, guard_tools(list(plain.values()), agent, scope=SCOPE), strict=True))
+    sdk_agent = Agent(name="bench")
+
+    def context(i: int) -> tuple[ToolContext[Any], str, dict[str, Any], bool]:
+        name, args, blocked = CALLS[i % len(CALLS)]
+        text = json.dumps(args)
+        ctx = ToolContext(None, tool_name=name, tool_call_id=f"c{i}", tool_arguments=text)
+        return ctx, text, args, blocked
+
+    def check(text: Any, blocked: bool) -> None:
+        assert ("not allowed" in text) if blocked else SECRET not in text, text
+
+    async def via_guardrails(i: int) -> None:
+        ctx, text, _, blocked = context(i)
+        tool = guarded[ctx.tool_name]
+        (before,) = tool.tool_input_guardrails or []
+        verdict = await before.run(ToolInputGuardrailData(context=ctx, agent=sdk_agent))
+        if verdict.behavior["type"] != "allow":
+            return check(verdict.behavior.get("message"), blocked)
+        output = await tool.on_invoke_tool(ctx, text)
+        (after,) = tool.tool_output_guardrails or []
+        data = ToolOutputGuardrailData(context=ctx, agent=sdk_agent, output=output)
+        verdict = await after.run(data)
+        check(verdict.behavior.get("message", output), blocked)
+
+    async def adirect(i: int) -> None:
+        ctx, _, args, blocked = context(i)
+        out = await agent.atool_call(
+            ctx.tool_name, args, call_id=ctx.tool_call_id, host=HOST, **SCOPE
+        )
+        if out.blocked:
+            return check(out.reason, blocked)
+        output = await plain[ctx.tool_name].on_invoke_tool(ctx, json.dumps(out.input))
+        done = await agent.atool_result(
+            ctx.tool_name, out.input, output, call_id=ctx.tool_call_id, host=HOST, **SCOPE
+        )
+        check(str(done.result), blocked)
+
+    contenders = {"direct": adirect, "openai-agents": via_guardrails}
+    timed = asyncio.run(aalternate(contenders, runs=runs, warmup=warmup))
+    assert "delete_file" not in ran, "a blocked tool ran"
+    return [
+        ("direct async: atool_call + atool_result", timed["direct"]),
+        ("openai-agents: guard_tools' guardrails", timed["openai-agents"]),
+    ]
+
+
 # -- report -----------------------------------------------------------------------------------
 
 
@@ -204,7 +280,10 @@ def report(rows: Timed) -> list[str]:
     return verdicts
 
 
-ROWS: dict[str, Callable[..., Timed]] = {"langchain": langchain_rows}
+ROWS: dict[str, Callable[..., Timed]] = {
+    "langchain": langchain_rows,
+    "openai-agents": openai_agents_rows,
+}
 """Each adapter's rows, by the name ``--only`` takes."""
 
 

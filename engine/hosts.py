@@ -161,6 +161,34 @@ _LANGCHAIN = {
     Point.AFTER_TURN: (set(), "after_agent."),
 }
 
+_OPENAI_AGENTS = {
+    Point.BEFORE_USER_MESSAGE: (
+        {"block", "answer", "question", "messages", "notice"},
+        "run(): block and answer end the turn (no model call); a rewritten question and "
+        "injected messages change the input; notices in Turn.notices. input_guardrail trips "
+        "on block, answer and a rewrite and cannot inject messages.",
+    ),
+    Point.BEFORE_CALL: (
+        {"sections", "instruction", "messages", "block"},
+        "call_model_input_filter: ModelInputData(input, instructions); a block raises "
+        "ModelCallBlocked. The filter cannot change tools or model settings.",
+    ),
+    Point.TOOL_CALL: (
+        {"block", "input"},
+        "tool input guardrail: block as reject_content(reason); input only through "
+        "guard_tools' invoker (tool_guardrails and MCP servers block a rewrite).",
+    ),
+    Point.TOOL_RESULT: (
+        {"result"},
+        "tool output guardrail: a replaced or withheld result as reject_content(text).",
+    ),
+    Point.BEFORE_ASSISTANT_MESSAGE: (
+        {"answer", "append", "notice"},
+        "run(): the final output replaced; output_guardrail trips on a changed answer.",
+    ),
+    Point.AFTER_TURN: (set(), "run(), after the answer."),
+}
+
 HOSTS: MappingProxyType[str, HostProfile] = MappingProxyType(
     {
         "native": _profile("native", _EVERYTHING),
@@ -170,6 +198,7 @@ HOSTS: MappingProxyType[str, HostProfile] = MappingProxyType(
         "codex": _profile("codex", _CODEX),
         "mcp": _profile("mcp", _MCP),
         "langchain": _profile("langchain", _LANGCHAIN),
+        "openai-agents": _profile("openai-agents", _OPENAI_AGENTS),
     }
 )
 """Every host the engine knows, by name."""

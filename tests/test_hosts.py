@@ -35,7 +35,14 @@ RESULT = event(Point.TOOL_RESULT, name="shell", input={}, result="key sk-1")
 
 def test_every_host_is_known_by_name_and_an_unknown_one_is_an_event_error() -> None:
     assert set(HOSTS) == {
-        "native", "opa", "litellm", "claude-code", "codex", "mcp", "langchain"
+        "native",
+        "opa",
+        "litellm",
+        "claude-code",
+        "codex",
+        "mcp",
+        "langchain",
+        "openai-agents",
     }
     assert all(profile(name).name == name for name in HOSTS)
     with pytest.raises(EventError) as info:

@@ -1,1 +1,2 @@
-"""Adapters that let other agent hosts (Claude Code, Codex) ask the engine for decisions."""
+"""Adapters that let other agent hosts ask the engine for decisions (one leaf module each:
+Claude Code and Codex, MCP, LangChain, the OpenAI Agents SDK)."""

@@ -1,0 +1,196 @@
+"""OpenAI Agents SDK tools: tool guardrails evaluating tool_call and tool_result, and
+``guard_tools``, whose copies run a tool with the input the hooks rewrote."""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, NamedTuple
+
+from agents import (
+    FunctionTool,
+    Tool,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrail,
+    ToolOutputGuardrail,
+)
+from agents.tool_context import ToolContext
+from agents.tool_guardrails import ToolInputGuardrailData, ToolOutputGuardrailData
+
+from engine.errors import EngineError
+from engine.integrations.openai_agents_events import (
+    PREFIX,
+    Policy,
+    ScopeSource,
+    arguments,
+    as_text,
+    changed,
+    failed,
+    hook_result,
+    rewritten,
+)
+from engine.outcome import Outcome
+from engine.runtime import Agent as EngineAgent
+
+_DECIDED: weakref.WeakKeyDictionary[ToolContext[Any], Outcome] = weakref.WeakKeyDictionary()
+"""The tool_call outcome of each invocation, by its ToolContext: the SDK hands the same object
+to the tool's input guardrail, its invoker and its output guardrail, so ``guard_tools``'
+invoker applies the rewrite its guardrail decided, and tool_result sees the input the tool
+ran with."""
+
+_GUARDED = "__hookengine_guarded__"
+"""Marks an invoker made by ``guard_tools``: a tool is never guarded twice."""
+
+
+class ToolGuardrails(NamedTuple):
+    """The guardrails for ``FunctionTool`` or ``MCPServerStdio``'s ``tool_input_guardrails``
+    and ``tool_output_guardrails``."""
+
+    input: list[ToolInputGuardrail[Any]]
+    output: list[ToolOutputGuardrail[Any]]
+
+
+def tool_guardrails(agent: EngineAgent, *, scope: ScopeSource = None) -> ToolGuardrails:
+    """Tool guardrails evaluating ``tool_call`` and ``tool_result`` of ``agent``.
+
+    A block, or a rewritten input (which a guardrail cannot pass on: wrap function tools with
+    ``guard_tools`` for that), rejects the call; a replaced or withheld result rejects the
+    output with the new text. Use them on ``FunctionTool`` or ``MCPServerStdio``.
+
+    Raises:
+        EventError: ``scope`` is a mapping with a key not in ``SCOPE_KEYS``.
+        TypeError: ``agent`` is not an engine agent.
+    """
+    return _tool_guards(Policy(agent, scope), rewrites=False)
+
+
+def guard_tools(
+    tools: Sequence[Tool], agent: EngineAgent, *, scope: ScopeSource = None
+) -> list[Tool]:
+    """Copies of ``tools`` that ask ``agent`` before and after each call.
+
+    Each copy carries the tool guardrails (first, before its own) and an ``on_invoke_tool``
+    that runs the tool with the input tool_call hooks rewrote. A tool guarded already is kept.
+
+    Raises:
+        EngineError: a tool is not a ``FunctionTool`` (hosted and shell tools run where no
+            hook can stop them), naming its position and name.
+        EventError, TypeError: as ``tool_guardrails``.
+    """
+    policy = Policy(agent, scope)
+    guarded: list[Tool] = []
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, FunctionTool):
+            name = getattr(tool, "name", type(tool).__name__)
+            raise EngineError(
+                f"tools[{index}] ({name}): a {type(tool).__name__} cannot be guarded (no hook "
+                "runs before it); leave it out or call it from a FunctionTool"
+            )
+        done = getattr(tool.on_invoke_tool, _GUARDED, False)
+        guarded.append(tool if done else _guard(tool, policy))
+    return guarded
+
+
+def _tool_guards(policy: Policy, *, rewrites: bool) -> ToolGuardrails:
+    async def hookengine_tool_call(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        return await _decide_tool_call(policy, data.context, rewrites=rewrites)
+
+    async def hookengine_tool_result(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        return await _decide_tool_result(policy, data.context, data.output)
+
+    return ToolGuardrails(
+        [ToolInputGuardrail(hookengine_tool_call, name="hookengine_tool_call")],
+        [ToolOutputGuardrail(hookengine_tool_result, name="hookengine_tool_result")],
+    )
+
+
+async def _decide_tool_call(
+    policy: Policy, ctx: ToolContext[Any], *, rewrites: bool
+) -> ToolGuardrailFunctionOutput:
+    """tool_call for one invocation: allow, or reject with the text the model gets instead."""
+    try:
+        args = arguments(ctx.tool_arguments)
+    except ValueError as exc:
+        why = PREFIX + f"the tool's arguments are not valid ({exc}); the tool was not run"
+        return ToolGuardrailFunctionOutput.reject_content(why)
+    fields = {"name": ctx.tool_name, "input": args, "call_id": ctx.tool_call_id}
+    try:
+        out = await policy.evaluate("tool_call", fields, ctx.context)
+    except Exception as exc:  # noqa: BLE001 - the edge: a failed check blocks the tool
+        return ToolGuardrailFunctionOutput.reject_content(failed(exc, "the tool was not run"))
+    _DECIDED[ctx] = out
+    if out.blocked:
+        reason = out.reason or PREFIX + "blocked by policy"
+        return ToolGuardrailFunctionOutput.reject_content(reason, output_info=out)
+    if not rewrites and rewritten(out, "input", args):
+        return ToolGuardrailFunctionOutput.reject_content(_NO_REWRITE, output_info=out)
+    return ToolGuardrailFunctionOutput.allow(output_info=out)
+
+
+_NO_REWRITE = (
+    PREFIX + "a policy hook rewrote this call's input, which this tool cannot take (only tools "
+    "wrapped with guard_tools can); the tool was not run"
+)
+
+
+async def _decide_tool_result(
+    policy: Policy, ctx: ToolContext[Any], output: Any
+) -> ToolGuardrailFunctionOutput:
+    """tool_result for one invocation: allow, or reject with the replaced or withheld text."""
+    shown = hook_result(output)
+    decided = _DECIDED.get(ctx)
+    try:
+        ran = decided.input if decided is not None else None
+        args = ran if ran is not None else arguments(ctx.tool_arguments)
+        fields = {
+            "name": ctx.tool_name,
+            "input": args,
+            "result": shown,
+            "call_id": ctx.tool_call_id,
+        }
+        out = await policy.evaluate("tool_result", fields, ctx.context)
+    except Exception as exc:  # noqa: BLE001 - the edge: a failed check withholds the output
+        return ToolGuardrailFunctionOutput.reject_content(failed(exc, "the output was withheld"))
+    if out.blocked or rewritten(out, "result", shown):
+        text = as_text(out.result) if out.result is not None else out.reason or _WITHHELD
+        return ToolGuardrailFunctionOutput.reject_content(text, output_info=out)
+    return ToolGuardrailFunctionOutput.allow(output_info=out)
+
+
+_WITHHELD = PREFIX + "the tool's output was withheld by policy"
+_UNCHECKED = (
+    PREFIX + "this call is not the one the policy checked (no ToolContext, or other "
+    "arguments); the tool was not run"
+)
+
+
+def _guard(tool: FunctionTool, policy: Policy) -> FunctionTool:
+    guards = _tool_guards(policy, rewrites=True)
+    inner = tool.on_invoke_tool
+
+    async def invoke(ctx: ToolContext[Any], input: str) -> Any:
+        if not isinstance(ctx, ToolContext) or input != ctx.tool_arguments:
+            return _UNCHECKED
+        out = _DECIDED.get(ctx)
+        if out is None:  # called without its input guardrail (directly): decide here
+            verdict = await _decide_tool_call(policy, ctx, rewrites=True)
+            if verdict.behavior["type"] != "allow":
+                return verdict.behavior.get("message", _WITHHELD)
+            out = _DECIDED[ctx]
+        if out.blocked:
+            return out.reason or PREFIX + "blocked by policy"
+        if changed(out, "input") and out.input is not None:
+            if getattr(ctx, "_function_tool_arguments", None) is not None:
+                ctx._function_tool_arguments = None  # prepared for the model's arguments
+            return await inner(ctx, json.dumps(out.input, ensure_ascii=False))
+        return await inner(ctx, input)
+
+    setattr(invoke, _GUARDED, True)
+    return replace(
+        tool,
+        on_invoke_tool=invoke,
+        tool_input_guardrails=[*guards.input, *(tool.tool_input_guardrails or [])],
+        tool_output_guardrails=[*guards.output, *(tool.tool_output_guardrails or [])],
+    )
