@@ -112,6 +112,12 @@ DOC_FILES = [
     "http.md",
     "operations.md",
     "hosts.md",
+    "opa.md",
+    "litellm.md",
+    "claude-code.md",
+    "mcp.md",
+    "langchain.md",
+    "openai-agents.md",
 ]
 
 
