@@ -1,0 +1,1 @@
+"""Tools an agent offers a model: kinds, the one guarded call path, exports, artifacts."""
