@@ -15,7 +15,7 @@ LAYERS: list[set[str]] = [
     {"config"},
     {"store", "providers", "host_api"},
     {"sandbox"},
-    {"kinds"},
+    {"kinds", "tools"},
     {"masking", "outcome", "records"},
     {"batches", "pipeline"},
     {"runtime"},
