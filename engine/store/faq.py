@@ -73,7 +73,8 @@ class FaqTables(Database):
                     )
                 )
             )
-            fulltext.put(conn, INDEX, [(int(new_id), fulltext.indexed(namespace, words))])
+            indexed = fulltext.indexed(namespace, words)
+            fulltext.put(conn, INDEX, [(int(new_id), indexed)], new=True)
             return int(new_id)
 
         return self._write(put)

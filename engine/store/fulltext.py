@@ -80,11 +80,15 @@ def create(conn: sa.Connection) -> None:
             )
 
 
-def put(conn: sa.Connection, index: str, docs: Sequence[tuple[int, str]]) -> None:
-    """Index documents ``(doc, indexed text)``, replacing any with the same ``doc``."""
+def put(
+    conn: sa.Connection, index: str, docs: Sequence[tuple[int, str]], *, new: bool = False
+) -> None:
+    """Index documents ``(doc, indexed text)``, replacing any with the same ``doc`` (``new``:
+    the caller just created them, there is nothing to replace)."""
     if not docs:
         return
-    remove(conn, index, [doc for doc, _ in docs])
+    if not new:
+        remove(conn, index, [doc for doc, _ in docs])
     rows = [{"doc": doc, "words": words} for doc, words in docs]
     if conn.dialect.name == "sqlite":
         conn.execute(sa.text(f"INSERT INTO {index} (rowid, words) VALUES (:doc, :words)"), rows)
@@ -110,34 +114,89 @@ def remove(conn: sa.Connection, index: str, docs: Sequence[int]) -> None:
         )
 
 
+COMMON = 2000
+"""A word found in more documents of its key than this is common: a search ranks the
+documents that have one of the query's rarer words, and takes common words into their score;
+documents with only common words come after them, newest first. Ranking every document that
+has a word of a large scope's everyday vocabulary would cost time in proportion to the scope;
+this way a lookup reads at most ``COMMON`` postings of each common word."""
+
+
 def search(
     conn: sa.Connection, index: str, key: str, stems: Iterable[str], *, limit: int
 ) -> list[tuple[int, float]]:
     """Documents of ``key`` sharing any of ``stems``, best first: ``(doc, score)``, the score
     higher for a better match (BM25 on SQLite, cover density on PostgreSQL). Ties go to the
-    newer document (the higher ``doc``)."""
+    newer document (the higher ``doc``). Documents with only common words (see ``COMMON``)
+    follow the ranked ones with score 0."""
     words = sorted(set(indexed(key, stems).split()))
     if not words or limit <= 0:
         return []
+    common = [w for w in words if _count(conn, index, [w], COMMON + 1) > COMMON]
+    rare = [w for w in words if w not in common]
+    found = _ranked(conn, index, rare, common, limit) if rare else []
+    if len(found) < limit and common:
+        seen = {doc for doc, _ in found}
+        newest = _newest(conn, index, common, limit + len(seen))
+        found += [(doc, 0.0) for doc in newest if doc not in seen][: limit - len(found)]
+    return found
+
+
+def _ranked(
+    conn: sa.Connection, index: str, rare: list[str], common: list[str], limit: int
+) -> list[tuple[int, float]]:
+    """Documents with a rare word, ranked on all the words."""
     if conn.dialect.name == "sqlite":
-        query = " OR ".join(f'"{w}"' for w in words)
+        match = _fts_or(rare)
+        if common:  # the common words only score the documents the rare ones found
+            match = f"({match}) AND ({_fts_or(rare + common)})"
         rows = conn.execute(
             sa.text(
                 f"SELECT rowid AS doc, -bm25({index}) AS score FROM {index} "
                 f"WHERE {index} MATCH :q ORDER BY bm25({index}), rowid DESC LIMIT :n"
             ),
-            {"q": query, "n": limit},
+            {"q": match, "n": limit},
         )
     else:
         rows = conn.execute(
             sa.text(
-                f"SELECT doc, ts_rank_cd(tsv, q, {_NORMALIZE_LENGTH}) AS score "
-                f"FROM {index}, to_tsquery('{PG_CONFIG}', :q) AS q WHERE tsv @@ q "
+                f"SELECT doc, ts_rank_cd(tsv, r, {_NORMALIZE_LENGTH}) AS score "
+                f"FROM {index}, to_tsquery('{PG_CONFIG}', :q) AS q, "
+                f"to_tsquery('{PG_CONFIG}', :all) AS r WHERE tsv @@ q "
                 "ORDER BY score DESC, doc DESC LIMIT :n"
             ),
-            {"q": " | ".join(words), "n": limit},
+            {"q": " | ".join(rare), "all": " | ".join(rare + common), "n": limit},
         )
     return [(int(r.doc), float(r.score)) for r in rows]
+
+
+def _newest(conn: sa.Connection, index: str, words: list[str], limit: int) -> list[int]:
+    """The newest documents with any of ``words``."""
+    if conn.dialect.name == "sqlite":
+        stmt = f"SELECT rowid FROM {index} WHERE {index} MATCH :q ORDER BY rowid DESC LIMIT :n"
+        params = {"q": _fts_or(words), "n": limit}
+    else:
+        stmt = (
+            f"SELECT doc FROM {index} WHERE tsv @@ to_tsquery('{PG_CONFIG}', :q) "
+            "ORDER BY doc DESC LIMIT :n"
+        )
+        params = {"q": " | ".join(words), "n": limit}
+    return [int(d) for d in conn.execute(sa.text(stmt), params).scalars()]
+
+
+def _count(conn: sa.Connection, index: str, words: list[str], cap: int) -> int:
+    """How many documents have any of ``words``, counted up to ``cap``."""
+    if conn.dialect.name == "sqlite":
+        inner = f"SELECT 1 FROM {index} WHERE {index} MATCH :q LIMIT :n"
+        params = {"q": _fts_or(words), "n": cap}
+    else:
+        inner = f"SELECT 1 FROM {index} WHERE tsv @@ to_tsquery('{PG_CONFIG}', :q) LIMIT :n"
+        params = {"q": " | ".join(words), "n": cap}
+    return int(conn.execute(sa.text(f"SELECT count(*) FROM ({inner}) AS s"), params).scalar() or 0)
+
+
+def _fts_or(words: list[str]) -> str:
+    return " OR ".join(f'"{w}"' for w in words)
 
 
 def size(conn: sa.Connection, index: str) -> int:

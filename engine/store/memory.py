@@ -371,12 +371,14 @@ class MemoryTables(Database):
                 )
             )
         )
-        self._index(conn, scope, fact_id, _fact_words(new.text, words))
+        self._index(conn, scope, fact_id, _fact_words(new.text, words), new=True)
         return fact_id
 
-    def _index(self, conn: sa.Connection, scope: str, fact_id: int, words: list[str]) -> None:
+    def _index(
+        self, conn: sa.Connection, scope: str, fact_id: int, words: list[str], *, new: bool = False
+    ) -> None:
         doc = fulltext.fact_doc(fact_id)
-        fulltext.put(conn, INDEX, [(doc, fulltext.indexed(scope, words))])
+        fulltext.put(conn, INDEX, [(doc, fulltext.indexed(scope, words))], new=new)
 
     def _retire(
         self, conn: sa.Connection, scope: str, ids: Sequence[int], by: int, time: str
@@ -455,7 +457,7 @@ class MemoryTables(Database):
                     )
                 )
                 words = fulltext.indexed(scope, index_stems(f"{question}\n{answer}"))
-                fulltext.put(conn, INDEX, [(fulltext.episode_doc(int(new_id)), words)])
+                fulltext.put(conn, INDEX, [(fulltext.episode_doc(int(new_id)), words)], new=True)
             self._keep_episodes(conn, scope, keep)
 
         self._write(add)
