@@ -31,6 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import sqlalchemy as sa
+
 from bench.bench_memory import TOPICS, pg_schema
 from engine.store import MemoryUpdate, NewFact, fulltext, open_store
 from engine.store.db import inserted_key
@@ -83,6 +85,15 @@ def _episodes(conn: object, turns: list[tuple[str, str]]) -> None:
         )
         words = fulltext.indexed(SCOPE, index_stems(f"{question}\n{answer}"))
         fulltext.put(conn, "memory_index", [(fulltext.episode_doc(int(new)), words)], new=True)  # type: ignore[arg-type]
+
+
+def index_bytes(conn: sa.Connection) -> int:
+    """The memory index's size on disk: its FTS5 shadow tables, or its table and indexes."""
+    if conn.dialect.name == "sqlite":
+        stmt = "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'memory_index%'"
+    else:
+        stmt = "SELECT pg_total_relation_size('memory_index')"
+    return int(conn.execute(sa.text(stmt)).scalar() or 0)
 
 
 def fill_faq(url: str, count: int) -> None:
@@ -145,7 +156,8 @@ def measure_memory(url: str, count: int, asked: list[str]) -> dict[str, tuple[fl
     try:
         lookup = timed(lambda q: store.memory_recall(SCOPE, terms(q), limit=30), asked)
         with store.engine.connect() as conn:  # type: ignore[attr-defined]
-            print(f"  index documents: {fulltext.size(conn, 'memory_index')}")
+            docs = fulltext.size(conn, "memory_index")
+            print(f"  index: {docs} documents, {index_bytes(conn) / 2**20:.1f} MiB")
     finally:
         store.close()
     with agent_on(url, "kind: memory\nname: mem\n") as agent:

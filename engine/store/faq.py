@@ -91,9 +91,8 @@ class FaqTables(Database):
             scores = dict(fulltext.search(conn, INDEX, namespace, words, limit=limit))
             if not scores:
                 return []
-            rows = conn.execute(
-                sa.select(t).where(t.c.id.in_(list(scores)), t.c.namespace == namespace)
-            ).all()
+            found = conn.execute(sa.select(t).where(t.c.id.in_(list(scores))))
+            rows = [r for r in found if r.namespace == namespace]  # by primary key only
             rows.sort(key=lambda r: (scores[r.id], r.updated_at, r.id), reverse=True)
             return [
                 FaqPair(

@@ -133,10 +133,12 @@ class MemoryTables(Database):
         ids = [doc // 2 for doc in scores if doc % 2 == 0]
         if not ids:
             return []
-        rows = conn.execute(sa.select(_F).where(_F.c.id.in_(ids), _F.c.scope == scope, _LIVE))
+        # by primary key only: offered the scope index, the planner scans the whole scope
+        rows = conn.execute(sa.select(_F).where(_F.c.id.in_(ids)))
         return [
             _fact(r, len(asked & set(r.terms.split())), scores[fulltext.fact_doc(r.id)])
             for r in rows
+            if r.scope == scope and not (r.retired or r.stale)
         ]
 
     def _episodes_by_doc(
@@ -146,8 +148,8 @@ class MemoryTables(Database):
         if not ids:
             return []
         e = episodes_table
-        rows = conn.execute(sa.select(e).where(e.c.id.in_(ids), e.c.scope == scope))
-        return [_episode(r, scores[fulltext.episode_doc(r.id)]) for r in rows]
+        rows = conn.execute(sa.select(e).where(e.c.id.in_(ids)))  # see _facts_by_doc
+        return [_episode(r, scores[fulltext.episode_doc(r.id)]) for r in rows if r.scope == scope]
 
     def memory_candidates(
         self, scope: str, lookup: Iterable[str], *, limit: int, backfill: bool = True
@@ -322,11 +324,10 @@ class MemoryTables(Database):
             return None
         hits = fulltext.search(conn, INDEX, scope, clip_terms(mine), limit=NEAR_SHOWN)
         near = [doc // 2 for doc, _ in hits if doc % 2 == 0]
-        rows = conn.execute(
-            sa.select(_F.c.id, _F.c.text).where(
-                _F.c.scope == scope, _F.c.retired.is_(False), _F.c.id.in_(near)
-            )
-        ).all()
+        found = conn.execute(
+            sa.select(_F.c.id, _F.c.text, _F.c.scope, _F.c.retired).where(_F.c.id.in_(near))
+        )  # see _facts_by_doc
+        rows = [r for r in found if r.scope == scope and not r.retired]
         best: tuple[float, int] | None = None
         for row in rows:
             if row.id in new.supersedes:
