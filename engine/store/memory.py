@@ -206,7 +206,8 @@ class MemoryTables(Database):
         def note(conn: sa.Connection) -> None:
             conn.execute(
                 _F.update()
-                .where(_F.c.scope == scope, _F.c.id.in_(fact_ids))
+                # written so no index serves the scope test: by primary key (_facts_by_doc)
+                .where(sa.func.coalesce(_F.c.scope, "") == scope, _F.c.id.in_(fact_ids))
                 .values(last_recalled_at=time, recall_count=_F.c.recall_count + 1)
             )
             if turn_id:
