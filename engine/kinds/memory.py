@@ -119,7 +119,9 @@ class MemoryHook(SpecHook):
             return [_from_record(c, ctx.scope_key) for c in ctx.replay.get("candidates", [])]
         limit = self.config.max_candidates
         found: list[Recalled] = list(self.store.memory_recall(ctx.scope_key, asked, limit=limit))
-        if self.config.backfill and len(found) < limit:
+        # backfilled facts match no term: only a live judge may pick them, offline they never go in
+        live = self.providers().live is not None
+        if self.config.backfill and live and len(found) < limit:
             seen = {x.id for x in found if isinstance(x, Fact)}
             more = self.store.memory_candidates(ctx.scope_key, (), limit=limit, backfill=True)
             found += [f for f in more if f.id not in seen][: limit - len(found)]
