@@ -191,7 +191,8 @@ def _newest(conn: sa.Connection, index: str, words: list[str], limit: int) -> li
             "ORDER BY doc DESC LIMIT :n"
         )
         params = {"q": " | ".join(words), "n": limit}
-    return [int(d) for d in conn.execute(sa.text(stmt), params).scalars()]
+    found: list[int] = list(conn.execute(sa.text(stmt), params).scalars())
+    return [int(d) for d in found]
 
 
 def _counts(conn: sa.Connection, index: str, words: list[str], cap: int) -> dict[str, int]:

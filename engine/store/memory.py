@@ -477,7 +477,7 @@ class MemoryTables(Database):
         if cutoff is None:
             return
         where = (e.c.scope == scope) & (e.c.id <= cutoff)
-        gone = list(conn.execute(sa.select(e.c.id).where(where)).scalars())
+        gone: list[int] = list(conn.execute(sa.select(e.c.id).where(where)).scalars())
         fulltext.remove(conn, INDEX, [fulltext.episode_doc(i) for i in gone])
         conn.execute(e.delete().where(where))
 
@@ -522,8 +522,10 @@ class MemoryTables(Database):
     def _unindex_scope(self, conn: sa.Connection, scope: str) -> int:
         """Drop a scope's facts and episodes from the full-text index; return how many."""
         f, e = facts_table, episodes_table
-        facts = conn.execute(sa.select(f.c.id).where(f.c.scope == scope)).scalars()
-        episodes = conn.execute(sa.select(e.c.id).where(e.c.scope == scope)).scalars()
+        facts: list[int] = list(conn.execute(sa.select(f.c.id).where(f.c.scope == scope)).scalars())
+        episodes: list[int] = list(
+            conn.execute(sa.select(e.c.id).where(e.c.scope == scope)).scalars()
+        )
         docs = [fulltext.fact_doc(i) for i in facts] + [fulltext.episode_doc(i) for i in episodes]
         fulltext.remove(conn, INDEX, docs)
         return len(docs)
