@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine.kinds.memory import render
+from engine.kinds.recall_message import render
 from engine.providers.extract import events
 from engine.replay import load_records, replay
 from engine.store import Episode, Fact
