@@ -54,3 +54,18 @@ def test_removed_documents_are_gone_from_the_index(store: Any) -> None:
     store._write(lambda conn: fulltext.remove(conn, "faq_index", [1]))
     assert [d for d, _ in search(store, "a", "tea")] == [2]
     assert store._read(lambda conn: fulltext.size(conn, "faq_index")) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ǅemal² ½ ㎏ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 Ⅻ",
+        "a:b & c | !d 'e' \"f\" (g) <-> h*",
+        "ﬁve ǈ ß 𝟘𝟙 ٣٤ 五六",
+        "NEAR(x y) AND OR NOT",
+    ],
+)
+def test_any_text_is_indexed_and_searched_without_error(store: Any, text: str) -> None:
+    put(store, "a", {1: text})
+    assert index_stems(text)
+    assert [d for d, _ in search(store, "a", text)] == [1]
