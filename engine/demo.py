@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engine.outcome import Outcome
@@ -16,7 +17,7 @@ CANNED = {
     GREETING: "Приятно познакомиться, Алекс! Чем могу помочь с заказом?",
     SHIPPING: ("Shipping to Berlin takes 3 to 5 working days; express delivery takes 1 to 2 days."),
     "Can you clean up my old order exports?": "I could not find",
-    "Где я живу?": "Вы живёте в Берлине.",
+    "Где я живу?": "Я пока не знаю, где вы живёте. Расскажете?",
     "How long does shipping to Berlin usually take?": (
         "Shipping to Berlin takes 3 to 5 working days."
     ),
@@ -55,7 +56,18 @@ SCRIPT = [
 ]
 
 
-def offline_answer(question: str) -> str:
+START = datetime(2026, 3, 14, 10, 0, tzinfo=UTC)
+"""The demo's clock: turn n happens n minutes after this, so every run records the same."""
+REMEMBERED = {"Где я живу?": ("Берлин", "Вы живёте в Берлине.")}
+"""Questions the stand-in answers from what was injected: (a word to find, the answer)."""
+
+
+def offline_answer(question: str, context: str = "") -> str:
+    """The stand-in LLM: a canned answer, or one taken from the injected ``context`` (what
+    memory recalled for this user) when it holds what the question asks."""
+    word, answer = REMEMBERED.get(question, ("", ""))
+    if word and word in context:
+        return answer
     return CANNED.get(question, "Let me check that for you.")
 
 
@@ -72,7 +84,11 @@ def play(agent: Agent, say: Callable[[str], None] = print) -> list[Outcome]:
         return out
 
     for n, turn in enumerate(SCRIPT, 1):
-        scope: dict[str, Any] = {"user_id": turn.user, "session_id": f"{turn.user}-s1"}
+        scope: dict[str, Any] = {
+            "user_id": turn.user,
+            "session_id": f"{turn.user}-s1",
+            "time": (START + timedelta(minutes=n)).isoformat(),
+        }
         say(f"\n===== turn {n}: {turn.user} says {turn.question!r}")
         first = show("user message", agent.before_user_message(turn.question, **scope))
         scope["turn_id"] = first.turn_id
@@ -95,11 +111,16 @@ def play(agent: Agent, say: Callable[[str], None] = print) -> list[Outcome]:
                 d = show(f"tool {name}", agent.tool_call(name, data, **scope))
                 if not d.blocked and result is not None:
                     show(f"tool result {name}", agent.tool_result(name, d.input, result, **scope))
-            answer = offline_answer(question)
+            context = "\n".join(str(m.get("content", "")) for m in first.messages)
+            answer = offline_answer(question, context)
             shown = show("answer", agent.before_assistant_message(question, answer, **scope))
             answer = shown.answer or answer
         show("turn ended", agent.after_turn(question, answer, **scope))
         if n == 1:
-            show("feedback", agent.feedback(str(first.turn_id), "like", user_id=turn.user))
-    show("loop ended", agent.after_loop("job_done", user_id="alex"))
+            show(
+                "feedback",
+                agent.feedback(str(first.turn_id), "like", user_id=turn.user, time=scope["time"]),
+            )
+    end = (START + timedelta(minutes=len(SCRIPT) + 1)).isoformat()
+    show("loop ended", agent.after_loop("job_done", user_id="alex", time=end))
     return outcomes

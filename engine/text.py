@@ -79,15 +79,21 @@ def find_phrases(text: str, phrases: Iterable[str]) -> list[str]:
     ]
 
 
-# Function words carry no topic: two questions sharing only "я", "the" or "is" are not alike.
+# Function words carry no topic: two questions sharing only "я", "the" or "is" are not alike,
+# and a question word ("when", "где") says what is asked, not what about.
 _FUNCTION_WORDS = """
-я меня мне мной мой моя моё мое мои ты тебя тебе твой вы вас вам ваш ваша он она оно они его
-ее её их мы нас нам наш и а но или да нет не ни в во на с со к ко у о об от до по за из при
-для без же ли бы то это этот эта эти что как так там тут вот уже еще ещё был была было быть
-есть какой какая какие каком кем чем
-i me my mine you your yours he she it its we us our they them their is am are was were be been
-do does did the a an and or but not no to of in on at for with from by as that this these
-those what which how so if then there here have has had can could would will shall should
+я меня мне мной мой моя моё мое мои моих моим ты тебя тебе тобой твой твоя твои вы вас вам
+вами ваш ваша ваши он она оно они его ему ним нем него ее её ей их им ими мы нас нам нами наш
+наша наши и а но или да нет не ни в во на с со к ко у о об от до по за из при для без над под
+же ли бы то это этот эта эти этого этом что чтобы как так там тут вот уже еще ещё был была было
+были быть есть будет какой какая какое какие каком каких каким какую которую который которая
+которые кто кого кому когда где куда откуда почему зачем сколько чем кем весь все всё всех
+мне свой свою себя себе ну очень просто тоже также
+i me my mine myself you your yours he him his she her hers it its we us our ours they them
+their theirs is am are was were be been being do does did done the a an and or but not no
+to of in on at for with from by as that this these those what which who whom whose when
+where why how so if then there here have has had can could would will shall should may might
+must just about any some up out into over all also too very s t d ll ve re m don didn
 """
 _STOPWORDS = frozenset(_FUNCTION_WORDS.split())
 
@@ -95,6 +101,12 @@ _STOPWORDS = frozenset(_FUNCTION_WORDS.split())
 def content_tokens(text: str) -> list[str]:
     """The words of ``text`` that carry its topic (function words dropped)."""
     return [w for w in tokens(text) if w not in _STOPWORDS]
+
+
+def index_stems(text: str) -> list[str]:
+    """Stems of ``text``'s topical words, in order and repeated: what a full-text index
+    stores (a repeated word counts more)."""
+    return [stem(w) for w in content_tokens(text)]
 
 
 MAX_TERMS = 200

@@ -232,6 +232,10 @@ class FaqCacheConfig(HookBase):
     """A model for the judge (default: the provider's model)."""
     store: FaqStore = Field(default_factory=FaqStore)
     """When new pairs are stored."""
+    scope: Literal["global", "user"] = "global"
+    """Who shares the pairs. ``global``: every user, so an answer that used per-user context
+    (memory recalled for the turn) is never stored. ``user``: such answers are stored for
+    that user only (and found only for them); answers without it are shared."""
 
 
 class MemoryStore(Strict):
@@ -247,8 +251,8 @@ class MemoryStore(Strict):
     """A model for the memorizer (default: the provider's model)."""
     memorize_every: int = Field(default=1, ge=1)
     """Run the memorizer every N turns."""
-    max_episodes_per_scope: int = Field(default=50, ge=0)
-    """Episodes kept per scope."""
+    max_episodes_per_scope: int = Field(default=1000, ge=0)
+    """Episodes (whole turns, both sides) kept per scope; recall searches them."""
     summary_max_chars: int = Field(default=2000, ge=0)
     """The rolling summary's size limit."""
 
@@ -261,15 +265,20 @@ class MemoryConfig(HookBase):
     """SQLite file for the memory (relative to the project); default: the engine's store."""
     db_url: str | None = None
     """A database URL (``postgresql://...``) instead of db_path."""
-    max_candidates: int = Field(default=8, ge=1, le=200)
-    """How many recalled candidates the judge sees."""
+    max_candidates: int = Field(default=30, ge=1, le=200)
+    """How many facts and episodes a recall takes from the store, best first (the judge, when
+    live, sees them all)."""
+    recall_budget_chars: int = Field(default=2000, ge=100, le=100_000)
+    """The injected message's size limit in characters: the best recalled facts and episodes
+    go in first, then lines of the rolling summary, while they fit."""
     min_confidence: float = Field(default=0.6, ge=0, le=1)
-    """The judge's confidence needed to inject a fact."""
+    """A live judge's confidence needed to inject a fact or episode (offline, the engine's
+    ranking and the budget decide)."""
     notice: str = ""
-    """Notice when facts were recalled (``{{count}}``)."""
+    """Notice when facts or episodes were recalled (``{{count}}``)."""
     inject_template: str = ""
-    """Template of the injected system message: ``{{facts}}``, ``{{summaries}}``,
-    ``{{memories}}`` (both together)."""
+    """Template of the injected system message: ``{{facts}}``, ``{{episodes}}``,
+    ``{{summaries}}``, ``{{memories}}`` (all three with headings)."""
     judge_instructions: str = ""
     """The relevance judge's prompt."""
     judge_model: str = ""

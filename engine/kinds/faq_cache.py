@@ -11,6 +11,7 @@ from engine.config.models import FaqCacheConfig
 from engine.kinds import BuildEnv
 from engine.kinds.base import HookContext
 from engine.kinds.common import SpecHook, keep_books
+from engine.kinds.personal import PersonalTurns, shared
 from engine.points import Point
 from engine.providers import Candidate, Judgement, JudgeTask, Providers
 from engine.store import FaqPair, Store
@@ -33,6 +34,8 @@ class FaqCacheHook(SpecHook):
     config: FaqCacheConfig
     store: Store
     providers: Callable[[], Providers]
+    personal: PersonalTurns
+    """Turns answered with per-user context: never learned for everyone."""
     points = frozenset({Point.BEFORE_USER_MESSAGE, Point.AFTER_TURN})
     blocks = True
     """It waits on the store and may ask an LLM: the async driver runs it in a thread."""
@@ -46,6 +49,18 @@ class FaqCacheHook(SpecHook):
     def namespace(self, ctx: HookContext) -> str:
         """Pairs are kept per agent and hook: two agents may answer the same question apart."""
         return f"{ctx.agent}:{self.name}"
+
+    def own_namespace(self, ctx: HookContext) -> str | None:
+        """With ``scope: user``, the namespace of this user's personal pairs (None without a
+        user, or with ``scope: global``)."""
+        if self.config.scope != "user" or not ctx.scope.user_id:
+            return None
+        return f"{self.namespace(ctx)}@user:{ctx.scope.user_id}"
+
+    def namespaces(self, ctx: HookContext) -> list[str]:
+        """Where a lookup searches: the user's own pairs first, then the shared ones."""
+        own = self.own_namespace(ctx)
+        return [own, self.namespace(ctx)] if own else [self.namespace(ctx)]
 
     # -- before_user_message ---------------------------------------------------------------
 
@@ -74,15 +89,22 @@ class FaqCacheHook(SpecHook):
             ]
         if not asked:
             return []
-        pairs = self.store.faq_candidates(
-            self.namespace(ctx), asked, limit=self.config.max_candidates
-        )
+        pairs = self._lookup(asked, ctx)
         if pairs:
             ctx.extras["pairs"] = [
                 {"id": p.id, "question": p.question, "answer": p.answer, "terms": sorted(p.terms)}
                 for p in pairs
             ]
         return pairs
+
+    def _lookup(self, asked: set[str], ctx: HookContext) -> list[FaqPair]:
+        limit = self.config.max_candidates
+        found = [
+            p
+            for ns in self.namespaces(ctx)
+            for p in self.store.faq_candidates(ns, asked, limit=limit)
+        ]
+        return found[:limit]
 
     def _judge(
         self, question: str, asked: set[str], pairs: list[FaqPair], ctx: HookContext
@@ -134,8 +156,19 @@ class FaqCacheHook(SpecHook):
             ctx.logs.append(f"not stored: {why_not}")
             return
         question, answer = event["question"].strip(), event["answer"].strip()
+        namespace = self.namespace(ctx)
+        personal = self.personal.used(ctx.scope_key, event.get("turn_id"), event["question"])
+        if personal:
+            own = self.own_namespace(ctx)
+            if own is None:
+                ctx.logs.append(
+                    f"not stored: the answer may use per-user context ({personal}); "
+                    "scope: user would keep it for this user"
+                )
+                return
+            namespace = own
         pair_id = self.store.faq_put(
-            self.namespace(ctx),
+            namespace,
             question,
             answer,
             terms=terms(question),
@@ -143,6 +176,8 @@ class FaqCacheHook(SpecHook):
             time=event["time"],
         )
         ctx.extras["stored"] = pair_id
+        if namespace != self.namespace(ctx):
+            ctx.extras["stored_for"] = f"user:{ctx.scope.user_id}"
 
     def _why_not_store(self, event: dict[str, Any], ctx: HookContext) -> str | None:
         rules = self.config.store
@@ -162,9 +197,7 @@ class FaqCacheHook(SpecHook):
         return None
 
     def _is_cached(self, question: str, answer: str, ctx: HookContext) -> bool:
-        pairs = self.store.faq_candidates(
-            self.namespace(ctx), terms(question), limit=self.config.max_candidates
-        )
+        pairs = self._lookup(terms(question), ctx)
         return any(p.answer.strip() == answer for p in pairs)
 
 
@@ -190,4 +223,5 @@ def _keep_last(hits: dict[str, int]) -> dict[str, int]:
 def build(spec: HookSpec, env: BuildEnv) -> FaqCacheHook:
     """Make a faq_cache hook: its store from ``db_url`` / ``db_path``, the engine's providers."""
     config: FaqCacheConfig = spec.config
-    return FaqCacheHook(spec, config, env.store_for(config.db_url, config.db_path), env.providers)
+    store = env.store_for(config.db_url, config.db_path)
+    return FaqCacheHook(spec, config, store, env.providers, shared(env.extra))

@@ -4,6 +4,11 @@
 "Пользователь живёт в Берлине" (key ``city``). A later "я переехал в Мюнхен" is a new value
 for ``city`` and so supersedes the Berlin fact. The rules are few on purpose: the offline
 path must be predictable; a live memorizer does the rest.
+
+Besides these profile facts, a sentence of either side that tells an event ("we adopted a
+dog named Rex", "я ездил в Казань") or, from the assistant, a recommendation ("I'd recommend
+Piranesi", "советую «Лавр»") is kept whole, with its speaker: "user: We adopted a dog named
+Rex from the shelter today".
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from engine.text import stems
 _WORD = r"[\w-]+"
 _NAME = rf"(?P<v>{_WORD}(?:\s+[A-ZА-ЯЁ][\w-]*)?)"
 _PLACE = rf"(?P<v>{_WORD}(?:[\s-][A-ZА-ЯЁ][\w-]*)*)"
-_REST = rf"(?P<v>{_WORD}(?:\s+{_WORD}){{0,5}})"
+_REST = rf"(?P<v>{_WORD}(?:\s+{_WORD})*)"
+"""The rest of the clause: a fact is a whole clause, never cut after a few words."""
 
 
 @dataclass(frozen=True)
@@ -220,3 +226,64 @@ def value_of(fact: KnownFact) -> str:
             if fact.text.startswith(head):
                 return fact.text[len(head) :]
     return fact.text
+
+
+# -- events and recommendations -----------------------------------------------------------
+
+_SENTENCES = re.compile(r"(?<=[.!?;…])\s+|\n+")
+_SUBJECT = re.compile(
+    r"^(?:i|we|i've|we've|i'm|my|our|я|мы|мою|мой|моя|мои|моего|нашу|наш|наша|у\s+меня|у\s+нас)\b"
+    r"|^(?:just|finally|today|yesterday|last\s+\w+|на\s+выходных|вчера|сегодня|только|наконец)\b",
+    re.IGNORECASE,
+)
+_PAST_EN = re.compile(
+    r"\b(?:\w{2,}ed|went|got|bought|took|made|met|saw|ran|began|found|left|came|gave|won|"
+    r"lost|sold|flew|drove|wrote|read|did|had|visited|back|signed|started|finished|adopted|"
+    r"hired)\b",
+    re.IGNORECASE,
+)
+_PAST_RU = re.compile(r"\b[а-яё]{2,}(?:л|ла|ло|ли|лся|лась|лось|лись)\b", re.IGNORECASE)
+_ADVICE = re.compile(
+    r"^(?:i'?d\s+(?:recommend|suggest)|i\s+(?:recommend|suggest)|try|make|you\s+(?:could|should|"
+    r"might)|consider|советую|рекомендую|попробуй|попробуйте|приготовь|приготовьте|предлагаю|"
+    r"сходи|сходите|почитай|почитайте)\b",
+    re.IGNORECASE,
+)
+EVENT_MAX_CHARS = 400
+"""A longer sentence is no fact: it is left to the episode that keeps the whole turn."""
+EVENT_IMPORTANCE, ADVICE_IMPORTANCE = 0.5, 0.4
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a message, whole."""
+    return [s.strip() for s in _SENTENCES.split(text) if s and s.strip()]
+
+
+def events(text: str, speaker: str) -> list[LearnedFact]:
+    """Sentences of one side of a turn that tell an event (either side, in the first person,
+    in the past) or give a recommendation (the assistant): each one fact, kept whole and
+    labelled with its speaker. A sentence a profile rule already turned into a fact is left
+    to that fact."""
+    found = []
+    for sentence in sentences(text):
+        if len(sentence) > EVENT_MAX_CHARS or statements(sentence):
+            continue
+        importance = _event_importance(sentence, speaker)
+        if importance:
+            words = tuple(sentence.split())
+            found.append(LearnedFact(f"{speaker}: {sentence}", importance, None, words))
+    return found
+
+
+def _event_importance(sentence: str, speaker: str) -> float:
+    if speaker == "assistant" and _ADVICE.search(sentence):
+        return ADVICE_IMPORTANCE
+    if _SUBJECT.search(sentence) and (_PAST_EN.search(sentence) or _PAST_RU.search(sentence)):
+        return EVENT_IMPORTANCE
+    return 0.0
+
+
+def tells_about_user(text: str) -> bool:
+    """Whether a user's message states something about them (a profile fact or an event):
+    an answer to it is personal."""
+    return bool(statements(text) or events(text, "user"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.providers.extract import Statement, same_value, statements, value_of
+from engine.providers.extract import Statement, events, same_value, statements, value_of
 from engine.providers.tasks import (
     FactChange,
     Judgement,
@@ -28,13 +28,14 @@ class OfflineProvider:
     def memorize(self, task: MemorizeTask) -> Memorization:
         facts: list[LearnedFact] = []
         changes: list[FactChange] = []
-        for question, _answer in task.turns:
+        for question, answer in task.turns:
             for found in statements(question):
                 if found.stale:
                     changes += _withdrawn(found, task.known)
                 else:
                     facts.append(_with_supersedes(found, task.known))
-        summary = roll_summary(task.summary, task.turns, task.summary_max_chars)
+            facts += events(question, "user") + events(answer, "assistant")
+        summary = roll_summary(task.summary, task.turns, task.summary_max_chars, task.times)
         return Memorization(
             tuple(facts), tuple(changes), summary, self.name, {"provider": self.name}
         )
@@ -59,12 +60,19 @@ def _withdrawn(found: Statement, known: tuple[KnownFact, ...]) -> list[FactChang
     ]
 
 
-def roll_summary(old: str, turns: tuple[tuple[str, str], ...], max_chars: int) -> str:
-    """The summary with one line per new turn; the oldest lines go first past ``max_chars``."""
+def roll_summary(
+    old: str,
+    turns: tuple[tuple[str, str], ...],
+    max_chars: int,
+    times: tuple[str, ...] = (),
+) -> str:
+    """The summary with one line per new turn, dated by the turn's time when known; the
+    oldest lines go first past ``max_chars``."""
     if max_chars <= 0:
         return ""
     lines = [line for line in old.splitlines() if line.strip()]
-    lines += [_line(q, a) for q, a in turns]
+    dates = [t[:10] for t in times] if len(times) == len(turns) else [""] * len(turns)
+    lines += [_line(q, a, day) for (q, a), day in zip(turns, dates, strict=True)]
     while lines and len("\n".join(lines)) > max_chars:
         if len(lines) == 1:
             return lines[0][: max_chars - 1].rstrip() + "…"
@@ -72,9 +80,10 @@ def roll_summary(old: str, turns: tuple[tuple[str, str], ...], max_chars: int) -
     return "\n".join(lines)
 
 
-def _line(question: str, answer: str) -> str:
+def _line(question: str, answer: str, day: str = "") -> str:
     def clip(text: str) -> str:
         text = " ".join(text.split())
         return text if len(text) <= SUMMARY_LINE_CHARS else text[: SUMMARY_LINE_CHARS - 1] + "…"
 
-    return f"- {clip(question)} → {clip(answer)}"
+    dated = f"{day}: " if day else ""
+    return f"- {dated}{clip(question)} → {clip(answer)}"

@@ -71,6 +71,8 @@ class MemorizeTask:
     summary_max_chars: int = 2000
     instructions: str = ""
     model: str = ""
+    times: tuple[str, ...] = ()
+    """When each of ``turns`` happened (ISO-8601), when known: summary lines carry the date."""
 
 
 @dataclass(frozen=True)

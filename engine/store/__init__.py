@@ -134,10 +134,16 @@ class Store(Protocol):
 
     # -- memory ----------------------------------------------------------------------------
 
+    def memory_recall(
+        self, scope: str, lookup: Iterable[str], *, limit: int
+    ) -> list[Fact | Episode]:
+        """Live facts and episodes matching a lookup, best full-text match first."""
+        ...
+
     def memory_candidates(
         self, scope: str, lookup: Iterable[str], *, limit: int, backfill: bool = True
     ) -> list[Fact]:
-        """Live facts ranked by shared terms → importance → recency (backfilled to limit)."""
+        """Live facts ranked by full-text score → importance → recency (backfilled to limit)."""
         ...
 
     def memory_facts(

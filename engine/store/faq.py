@@ -1,4 +1,5 @@
-"""FAQ pairs in the SQL store: upsert by normalized question, prefilter by shared terms."""
+"""FAQ pairs in the SQL store: upsert by normalized question, prefilter by a full-text
+search of the questions (engine/store/fulltext.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from collections.abc import Iterable
 
 import sqlalchemy as sa
 
+from engine.store import fulltext
 from engine.store.db import Database, inserted_key
 from engine.store.models import FaqPair
-from engine.store.schema import faq_table, faq_terms_table
+from engine.store.schema import faq_table
 
+INDEX = "faq_index"
 MAX_TERM = 100
 
 
@@ -70,45 +73,41 @@ class FaqTables(Database):
                     )
                 )
             )
-            if words:
-                conn.execute(
-                    faq_terms_table.insert(),
-                    [{"pair_id": new_id, "term": w, "namespace": namespace} for w in words],
-                )
+            indexed = fulltext.indexed(namespace, words)
+            fulltext.put(conn, INDEX, [(int(new_id), indexed)], new=True)
             return int(new_id)
 
         return self._write(put)
 
     def faq_candidates(self, namespace: str, terms: Iterable[str], *, limit: int) -> list[FaqPair]:
-        """Pairs sharing terms with a question, most shared first (then most recent)."""
+        """Pairs whose questions share terms with a question, best full-text match first
+        (then the most recently updated)."""
         words = clip_terms(terms)
         if not words:
             return []
-        t, w = faq_table, faq_terms_table
-        overlap = sa.func.count(w.c.term).label("overlap")
-        stmt = (
-            sa.select(
-                t.c.id, t.c.question, t.c.answer, t.c.terms, t.c.hits, t.c.created_at, overlap
-            )
-            .join(w, w.c.pair_id == t.c.id)
-            .where(w.c.namespace == namespace, w.c.term.in_(words))
-            .group_by(t.c.id)
-            .order_by(overlap.desc(), t.c.updated_at.desc(), t.c.id.desc())
-            .limit(limit)
-        )
-        rows = self._read(lambda conn: conn.execute(stmt).all())
-        return [
-            FaqPair(
-                id=r.id,
-                question=r.question,
-                answer=r.answer,
-                terms=frozenset(r.terms.split()),
-                hits=r.hits,
-                created_at=r.created_at,
-                overlap=r.overlap,
-            )
-            for r in rows
-        ]
+        t = faq_table
+
+        def find(conn: sa.Connection) -> list[FaqPair]:
+            scores = dict(fulltext.search(conn, INDEX, namespace, words, limit=limit))
+            if not scores:
+                return []
+            found = conn.execute(sa.select(t).where(t.c.id.in_(list(scores))))
+            rows = [r for r in found if r.namespace == namespace]  # by primary key only
+            rows.sort(key=lambda r: (scores[r.id], r.updated_at, r.id), reverse=True)
+            return [
+                FaqPair(
+                    id=r.id,
+                    question=r.question,
+                    answer=r.answer,
+                    terms=frozenset(r.terms.split()),
+                    hits=r.hits,
+                    created_at=r.created_at,
+                    overlap=len(set(words) & set(r.terms.split())),
+                )
+                for r in rows
+            ]
+
+        return self._read(find)
 
     def faq_hit(self, pair_id: int, time: str) -> None:
         """Count a cache hit on a pair."""

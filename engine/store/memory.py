@@ -1,4 +1,4 @@
-"""Memory in the SQL store: facts with an inverted term index, summaries, episodes, recalls.
+"""Memory in the SQL store: facts and episodes with a full-text index, summaries, recalls.
 
 Every method takes the scope it works in and touches nothing outside it: a fact id from
 another scope is ignored, which keeps one user's memory out of another's turn.
@@ -12,6 +12,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from engine.store import fulltext
 from engine.store.db import Database, inserted_key
 from engine.store.faq import clip_terms
 from engine.store.lazy import turn_log_row
@@ -26,23 +27,25 @@ from engine.store.models import (
 )
 from engine.store.schema import (
     episodes_table,
-    fact_terms_table,
     facts_table,
     recalls_table,
     summaries_table,
     turn_log_table,
 )
-from engine.text import dice, terms
+from engine.text import dice, index_stems, terms
 
 RECALLS_KEPT = 2000
 """Recall notes kept per scope (feedback on older turns finds nothing)."""
+INDEX = "memory_index"
+NEAR_SHOWN = 50
+"""Facts near a new one that deduplication compares it with."""
 
 _F = facts_table
 _LIVE = sa.and_(_F.c.retired.is_(False), _F.c.stale.is_(False))
 _RANK = (_F.c.importance.desc(), _F.c.updated_at.desc(), _F.c.id.desc())
 
 
-def _fact(row: Any, overlap: int = 0) -> Fact:
+def _fact(row: Any, overlap: int = 0, score: float = 0.0) -> Fact:
     return Fact(
         id=row.id,
         scope=row.scope,
@@ -60,7 +63,30 @@ def _fact(row: Any, overlap: int = 0) -> Fact:
         last_recalled_at=row.last_recalled_at,
         recall_count=row.recall_count,
         overlap=overlap,
+        score=score,
     )
+
+
+def _episode(row: Any, score: float = 0.0) -> Episode:
+    return Episode(row.id, row.turn_id, row.question, row.answer, row.time, score)
+
+
+def _fact_words(text: str, words: Iterable[str]) -> list[str]:
+    """What a fact is indexed by: its text's stems, then its index terms (keywords)."""
+    return [*index_stems(text), *clip_terms(words)]
+
+
+def ranked(found: list[Fact | Episode]) -> list[Fact | Episode]:
+    """Recall order: the engine's score; on a tie the more important (an episode weighs as a
+    fact of importance 0.5), then the newer (updated, or the turn's time), then the higher id.
+    """
+
+    def key(item: Fact | Episode) -> tuple[float, float, str, int]:
+        if isinstance(item, Fact):
+            return (item.score, item.importance, item.updated_at, item.id)
+        return (item.score, 0.5, item.time, item.id)
+
+    return sorted(found, key=key, reverse=True)
 
 
 def keep_newest(conn: sa.Connection, table: sa.Table, scope: str, keep: int) -> None:
@@ -85,10 +111,52 @@ class MemoryTables(Database):
 
     # -- recall ----------------------------------------------------------------------------
 
+    def memory_recall(
+        self, scope: str, lookup: Iterable[str], *, limit: int
+    ) -> list[Fact | Episode]:
+        """Live facts and episodes sharing terms with a lookup, best first (see ``ranked``),
+        each with its ``score``: one full-text query over both."""
+        words = clip_terms(lookup)
+        if not words:
+            return []
+
+        def find(conn: sa.Connection) -> list[Fact | Episode]:
+            hits = fulltext.search(conn, INDEX, scope, words, limit=limit)
+            scores = dict(hits)
+            facts = self._facts_by_doc(conn, scope, scores, set(words))
+            episodes = self._episodes_by_doc(conn, scope, scores)
+            return ranked([*facts, *episodes])
+
+        return self._read(find)
+
+    def _facts_by_doc(
+        self, conn: sa.Connection, scope: str, scores: dict[int, float], asked: set[str]
+    ) -> list[Fact]:
+        ids = [doc // 2 for doc in scores if doc % 2 == 0]
+        if not ids:
+            return []
+        # by primary key only: offered the scope index, the planner scans the whole scope
+        rows = conn.execute(sa.select(_F).where(_F.c.id.in_(ids)))
+        return [
+            _fact(r, len(asked & set(r.terms.split())), scores[fulltext.fact_doc(r.id)])
+            for r in rows
+            if r.scope == scope and not (r.retired or r.stale)
+        ]
+
+    def _episodes_by_doc(
+        self, conn: sa.Connection, scope: str, scores: dict[int, float]
+    ) -> list[Episode]:
+        ids = [doc // 2 for doc in scores if doc % 2 == 1]
+        if not ids:
+            return []
+        e = episodes_table
+        rows = conn.execute(sa.select(e).where(e.c.id.in_(ids)))  # see _facts_by_doc
+        return [_episode(r, scores[fulltext.episode_doc(r.id)]) for r in rows if r.scope == scope]
+
     def memory_candidates(
         self, scope: str, lookup: Iterable[str], *, limit: int, backfill: bool = True
     ) -> list[Fact]:
-        """Live facts ranked by shared terms → importance → recency.
+        """Live facts ranked by the full-text score → importance → recency.
 
         With ``backfill``, fill up to ``limit`` with the most important recent facts that
         share no term (``overlap`` 0), so a judge can still pick them.
@@ -96,35 +164,20 @@ class MemoryTables(Database):
         words = clip_terms(lookup)
 
         def find(conn: sa.Connection) -> list[Fact]:
-            found = self._overlapping(conn, scope, words, limit) if words else []
+            found = self._matching_facts(conn, scope, words, limit) if words else []
             if backfill and len(found) < limit:
                 found += self._backfill(conn, scope, [f.id for f in found], limit - len(found))
             return found
 
         return self._read(find)
 
-    def _overlapping(
+    def _matching_facts(
         self, conn: sa.Connection, scope: str, words: list[str], limit: int
     ) -> list[Fact]:
-        w = fact_terms_table
-        overlap = sa.func.count(w.c.term).label("overlap")
-        hits = (
-            sa.select(w.c.fact_id, overlap)
-            .where(w.c.scope == scope, w.c.term.in_(words))
-            .group_by(w.c.fact_id)
-            .subquery()
-        )
-        # The scope test is written so no index can serve it: the planner must then join the
-        # hits to facts by primary key. Offered the scope index, PostgreSQL with stale
-        # statistics (right after a bulk write) scans every fact of the scope once per hit.
-        stmt = (
-            sa.select(_F, hits.c.overlap)
-            .join(hits, hits.c.fact_id == _F.c.id)
-            .where(sa.func.coalesce(_F.c.scope, "") == scope, _LIVE)
-            .order_by(hits.c.overlap.desc(), *_RANK)
-            .limit(limit)
-        )
-        return [_fact(r, r.overlap) for r in conn.execute(stmt)]
+        # episodes share the index: ask for more documents than facts wanted
+        hits = fulltext.search(conn, INDEX, scope, words, limit=4 * limit)
+        facts = self._facts_by_doc(conn, scope, dict(hits), set(words))
+        return [f for f in ranked(list(facts)) if isinstance(f, Fact)][:limit]
 
     def _backfill(self, conn: sa.Connection, scope: str, skip: list[int], limit: int) -> list[Fact]:
         stmt = sa.select(_F).where(_F.c.scope == scope, _LIVE)
@@ -155,7 +208,8 @@ class MemoryTables(Database):
         def note(conn: sa.Connection) -> None:
             conn.execute(
                 _F.update()
-                .where(_F.c.scope == scope, _F.c.id.in_(fact_ids))
+                # written so no index serves the scope test: by primary key (_facts_by_doc)
+                .where(sa.func.coalesce(_F.c.scope, "") == scope, _F.c.id.in_(fact_ids))
                 .values(last_recalled_at=time, recall_count=_F.c.recall_count + 1)
             )
             if turn_id:
@@ -257,10 +311,12 @@ class MemoryTables(Database):
             .values(**values)
         )
         if done.rowcount and edit.terms is not None:
-            self._index(conn, scope, edit.id, edit.terms, replace=True)
             conn.execute(
                 _F.update().where(_F.c.id == edit.id).values(terms=" ".join(clip_terms(edit.terms)))
             )
+        if done.rowcount and (edit.terms is not None or edit.text is not None):
+            row = conn.execute(sa.select(_F.c.text, _F.c.terms).where(_F.c.id == edit.id)).one()
+            self._index(conn, scope, edit.id, _fact_words(row.text, row.terms.split()))
         return bool(done.rowcount)
 
     def _duplicate_of(
@@ -269,15 +325,12 @@ class MemoryTables(Database):
         mine = terms(new.text)
         if threshold <= 0 or not mine:
             return None
-        w = fact_terms_table
-        near = sa.select(w.c.fact_id).where(w.c.scope == scope, w.c.term.in_(clip_terms(mine)))
-        rows = conn.execute(
-            sa.select(_F.c.id, _F.c.text).where(  # see _overlapping
-                sa.func.coalesce(_F.c.scope, "") == scope,
-                _F.c.retired.is_(False),
-                _F.c.id.in_(near),
-            )
-        ).all()
+        hits = fulltext.search(conn, INDEX, scope, clip_terms(mine), limit=NEAR_SHOWN)
+        near = [doc // 2 for doc, _ in hits if doc % 2 == 0]
+        found = conn.execute(
+            sa.select(_F.c.id, _F.c.text, _F.c.scope, _F.c.retired).where(_F.c.id.in_(near))
+        )  # see _facts_by_doc
+        rows = [r for r in found if r.scope == scope and not r.retired]
         best: tuple[float, int] | None = None
         for row in rows:
             if row.id in new.supersedes:
@@ -322,24 +375,14 @@ class MemoryTables(Database):
                 )
             )
         )
-        self._index(conn, scope, fact_id, words)
+        self._index(conn, scope, fact_id, _fact_words(new.text, words), new=True)
         return fact_id
 
     def _index(
-        self,
-        conn: sa.Connection,
-        scope: str,
-        fact_id: int,
-        words: Iterable[str],
-        *,
-        replace: bool = False,
+        self, conn: sa.Connection, scope: str, fact_id: int, words: list[str], *, new: bool = False
     ) -> None:
-        w = fact_terms_table
-        if replace:
-            conn.execute(w.delete().where(w.c.fact_id == fact_id))
-        rows = [{"fact_id": fact_id, "term": t, "scope": scope} for t in clip_terms(words)]
-        if rows:
-            conn.execute(w.insert(), rows)
+        doc = fulltext.fact_doc(fact_id)
+        fulltext.put(conn, INDEX, [(doc, fulltext.indexed(scope, words))], new=new)
 
     def _retire(
         self, conn: sa.Connection, scope: str, ids: Sequence[int], by: int, time: str
@@ -386,7 +429,7 @@ class MemoryTables(Database):
     def _delete_facts(self, conn: sa.Connection, ids: list[int]) -> None:
         for chunk in range(0, len(ids), 500):
             part = ids[chunk : chunk + 500]
-            conn.execute(fact_terms_table.delete().where(fact_terms_table.c.fact_id.in_(part)))
+            fulltext.remove(conn, INDEX, [fulltext.fact_doc(i) for i in part])
             conn.execute(recalls_table.delete().where(recalls_table.c.fact_id.in_(part)))
             conn.execute(_F.delete().where(_F.c.id.in_(part)))
 
@@ -406,14 +449,39 @@ class MemoryTables(Database):
 
         def add(conn: sa.Connection) -> None:
             if keep > 0:
-                conn.execute(
-                    e.insert().values(
-                        scope=scope, turn_id=turn_id, question=question, answer=answer, time=time
+                new_id = inserted_key(
+                    conn.execute(
+                        e.insert().values(
+                            scope=scope,
+                            turn_id=turn_id,
+                            question=question,
+                            answer=answer,
+                            time=time,
+                        )
                     )
                 )
-            keep_newest(conn, e, scope, keep)
+                words = fulltext.indexed(scope, index_stems(f"{question}\n{answer}"))
+                fulltext.put(conn, INDEX, [(fulltext.episode_doc(int(new_id)), words)], new=True)
+            self._keep_episodes(conn, scope, keep)
 
         self._write(add)
+
+    def _keep_episodes(self, conn: sa.Connection, scope: str, keep: int) -> None:
+        """Delete all but the newest ``keep`` episodes of a scope, and their index rows."""
+        e = episodes_table
+        cutoff = conn.execute(
+            sa.select(e.c.id)
+            .where(e.c.scope == scope)
+            .order_by(e.c.id.desc())
+            .offset(keep)
+            .limit(1)
+        ).scalar()
+        if cutoff is None:
+            return
+        where = (e.c.scope == scope) & (e.c.id <= cutoff)
+        gone: list[int] = list(conn.execute(sa.select(e.c.id).where(where)).scalars())
+        fulltext.remove(conn, INDEX, [fulltext.episode_doc(i) for i in gone])
+        conn.execute(e.delete().where(where))
 
     def memory_episodes(self, scope: str, *, limit: int = 50) -> list[Episode]:
         """The newest episodes of a scope, oldest first."""
@@ -425,7 +493,7 @@ class MemoryTables(Database):
             .limit(limit)
         )
         rows = self._read(lambda conn: conn.execute(stmt).all())
-        return [Episode(r.id, r.turn_id, r.question, r.answer, r.time) for r in reversed(rows)]
+        return [_episode(r) for r in reversed(rows)]
 
     def memory_view(self, scope: str) -> MemoryView:
         """Everything kept about a scope: all facts (retired and stale too), summary, episodes."""
@@ -441,9 +509,8 @@ class MemoryTables(Database):
 
         def forget(conn: sa.Connection) -> int:
             self.lock_scope(conn, scope)
-            gone = 0
+            gone = self._unindex_scope(conn, scope)
             for table in (
-                fact_terms_table,
                 recalls_table,
                 facts_table,
                 episodes_table,
@@ -457,3 +524,14 @@ class MemoryTables(Database):
             return gone
 
         return int(self._write(forget))
+
+    def _unindex_scope(self, conn: sa.Connection, scope: str) -> int:
+        """Drop a scope's facts and episodes from the full-text index; return how many."""
+        f, e = facts_table, episodes_table
+        facts: list[int] = list(conn.execute(sa.select(f.c.id).where(f.c.scope == scope)).scalars())
+        episodes: list[int] = list(
+            conn.execute(sa.select(e.c.id).where(e.c.scope == scope)).scalars()
+        )
+        docs = [fulltext.fact_doc(i) for i in facts] + [fulltext.episode_doc(i) for i in episodes]
+        fulltext.remove(conn, INDEX, docs)
+        return len(docs)

@@ -42,12 +42,14 @@ class Fact:
     recall_count: int = 0
     overlap: int = 0
     """Terms shared with the lookup that found it (0 for backfilled candidates)."""
+    score: float = 0.0
+    """The full-text engine's score for the lookup that found it (higher is better)."""
 
     def as_data(self) -> dict[str, Any]:
-        """The fact as JSON data (terms and lookup overlap left out)."""
+        """The fact as JSON data (terms and lookup overlap and score left out)."""
         data = asdict(self)
-        data.pop("terms")
-        data.pop("overlap")
+        for looked_up in ("terms", "overlap", "score"):
+            data.pop(looked_up)
         data["supersedes"] = list(self.supersedes)
         return data
 
@@ -118,9 +120,13 @@ class Episode:
     question: str
     answer: str
     time: str
+    score: float = 0.0
+    """The full-text engine's score for the lookup that found it (higher is better)."""
 
     def as_data(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data.pop("score")
+        return data
 
 
 @dataclass(frozen=True)

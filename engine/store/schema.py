@@ -13,9 +13,12 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 
 from engine.errors import StoreError
+from engine.store import fulltext
 from engine.store.version import SCHEMA_VERSION as SCHEMA_VERSION
 
 metadata = sa.MetaData()
+retired = sa.MetaData()
+"""Tables an older version had and a later one dropped (kept to migrate from them)."""
 
 meta_table = sa.Table(
     "hookengine_meta",
@@ -74,9 +77,9 @@ faq_table = sa.Table(
     sa.UniqueConstraint("namespace", "question_key", name="uq_faq_question"),
 )
 
-faq_terms_table = sa.Table(
+faq_terms_table = sa.Table(  # dropped in version 6 (full-text index)
     "faq_terms",
-    metadata,
+    retired,
     sa.Column("pair_id", sa.Integer, primary_key=True),
     sa.Column("term", sa.String(100), primary_key=True),
     sa.Column("namespace", sa.String(200), nullable=False),
@@ -104,9 +107,9 @@ facts_table = sa.Table(
     sa.Index("ix_memory_facts_rank", "scope", "retired", "stale", "importance", "updated_at"),
 )
 
-fact_terms_table = sa.Table(
+fact_terms_table = sa.Table(  # dropped in version 6 (full-text index)
     "memory_terms",
-    metadata,
+    retired,
     sa.Column("fact_id", sa.Integer, primary_key=True),
     sa.Column("term", sa.String(100), primary_key=True),
     sa.Column("scope", sa.String(300), nullable=False),
@@ -184,6 +187,7 @@ MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     3: (record_losses_table,),
     4: (),
     5: (turn_log_table,),
+    6: (),
 }
 """The tables each schema version added, in creation order."""
 
@@ -211,11 +215,44 @@ def _add_record_host(conn: sa.Connection) -> None:
         )
 
 
+def _full_text_search(conn: sa.Connection) -> None:
+    """Version 6: memory facts and episodes and FAQ questions are found through a full-text
+    index (SQLite FTS5, PostgreSQL tsvector + GIN; see engine/store/fulltext.py) instead of
+    the hand-written term tables, which go. An older store's rows are indexed here, from
+    their text stemmed the way new rows are. Safe to run again."""
+    from engine.text import index_stems
+
+    fulltext.create(conn)
+    f, e, q = facts_table, episodes_table, faq_table
+    for row in conn.execute(sa.select(f.c.id, f.c.scope, f.c.text, f.c.terms)):
+        words = [*index_stems(row.text), *row.terms.split()]
+        fulltext.put(
+            conn, "memory_index", [(fulltext.fact_doc(row.id), fulltext.indexed(row.scope, words))]
+        )
+    for row in conn.execute(sa.select(e.c.id, e.c.scope, e.c.question, e.c.answer)):
+        words = index_stems(f"{row.question}\n{row.answer}")
+        fulltext.put(
+            conn,
+            "memory_index",
+            [(fulltext.episode_doc(row.id), fulltext.indexed(row.scope, words))],
+        )
+    for row in conn.execute(sa.select(q.c.id, q.c.namespace, q.c.terms)):
+        fulltext.put(
+            conn, "faq_index", [(row.id, fulltext.indexed(row.namespace, row.terms.split()))]
+        )
+    for table in (fact_terms_table, faq_terms_table):
+        table.drop(conn, checkfirst=True)
+
+
 UPGRADES: dict[int, Callable[[sa.Connection], None]] = {
     4: _add_state_times,
     5: _add_record_host,
+    6: _full_text_search,
 }
 """Changes to existing tables a version made, run after its new tables are created."""
+BUILDS = frozenset({6})
+"""Versions whose upgrade also builds what a new store needs: a full-text index is no table
+SQLAlchemy's metadata can create."""
 
 
 def migrate(conn: sa.Connection, *, shown: str) -> int:
@@ -237,7 +274,8 @@ def migrate(conn: sa.Connection, *, shown: str) -> int:
     for version in range(found + 1, SCHEMA_VERSION + 1):
         for table in MIGRATIONS[version]:
             table.create(conn, checkfirst=True)
-        if found and version in UPGRADES:  # a new store has every column already
+        # a new store has every column already; some upgrades build more than columns
+        if version in UPGRADES and (found or version in BUILDS):
             UPGRADES[version](conn)
     if found == 0:
         conn.execute(meta_table.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))

@@ -98,7 +98,7 @@ def test_a_failing_read_still_fails_the_hook(engine: Engine, kind: str) -> None:
     """Only bookkeeping is forgiven: a recall that cannot read is a failed hook."""
     agent: Agent = engine.agent(kind)
     store: Any = agent.pipeline.slots[0].hook.store  # type: ignore[attr-defined]
-    read = "memory_candidates" if kind == "memory" else "faq_candidates"
+    read = "memory_recall" if kind == "memory" else "faq_candidates"
     setattr(store, read, refusing(store, read))
     try:
         out = agent.before_user_message(ASK[kind], user_id="u1", turn_id="t1")

@@ -19,6 +19,7 @@ file_agent = backends.file_agent
 llm = llm_server.llm
 
 FACTS_ONLY = "{{facts}}"
+T1, T2 = "2026-03-14T10:00:00+00:00", "2026-03-15T10:00:00+00:00"
 SAY = {
     "ru": (
         "Меня зовут Алекс, я живу в Берлине",
@@ -72,7 +73,7 @@ def test_a_contradiction_supersedes_and_retires_the_old_fact(hook_agent, lang: s
     agent = hook_agent(memory(inject_template=FACTS_ONLY))
     agent.after_turn(said, reply, user_id="u1")
     agent.after_turn(moved, reply, user_id="u1")
-    assert injected(agent.before_user_message(ask, user_id="u1")) == f"- {new}"
+    assert injected(agent.before_user_message(ask, user_id="u1")).startswith(f"- {new} (")
     facts = {f.text: f for f in view(agent).facts}
     assert facts[old].retired and facts[old].superseded_by == facts[new].id
     assert facts[new].supersedes == (facts[old].id,)
@@ -142,22 +143,28 @@ def test_scope_falls_back_user_session_template_process(hook_agent, scope, key) 
     assert "Alex" in injected(agent.before_user_message("What is my name?", **scope))
 
 
-def test_notice_counts_the_recalled_facts(hook_agent) -> None:  # type: ignore[no-untyped-def]
-    agent = hook_agent(memory(notice="🧠 вспомнил фактов: {{count}}"))
+def test_notice_counts_the_recalled_facts_and_turns(hook_agent) -> None:  # type: ignore[no-untyped-def]
+    agent = hook_agent(memory(notice="🧠 вспомнил: {{count}}"))
     agent.after_turn("Меня зовут Алекс, я живу в Берлине", "Приятно познакомиться!", user_id="u1")
-    assert agent.before_user_message("Где я живу?", user_id="u1").notices == [
-        "🧠 вспомнил фактов: 1"
-    ]
+    agent.after_turn("Какая погода завтра?", "Завтра обещают солнце и тепло.", user_id="u1")
+    out = agent.before_user_message("Где я живу?", user_id="u1")
+    assert out.notices == ["🧠 вспомнил: 2"]  # the fact and the turn that told it
+    assert sorted(out.hooks[0].extras["injected"]) == [-1, 2]  # the city fact, turn 1
     quiet = hook_agent(memory())
     assert quiet.before_user_message("Где я живу?", user_id="u1").notices == []
 
 
 def test_inject_template_placeholders(hook_agent) -> None:  # type: ignore[no-untyped-def]
-    agent = hook_agent(memory(inject_template="F[{{facts}}] S[{{summaries}}] M[{{memories}}]"))
-    agent.after_turn("I live in Berlin", "Berlin is a great city!", user_id="u1")
+    template = "F[{{facts}}] E[{{episodes}}] S[{{summaries}}] M[{{memories}}]"
+    agent = hook_agent(memory(inject_template=template))
+    agent.after_turn("I live in Berlin", "Berlin is a great city!", user_id="u1", time=T1)
+    agent.after_turn("Green is my colour", "Green is a calm colour.", user_id="u1", time=T2)
     text = injected(agent.before_user_message("Where do I live?", user_id="u1"))
-    assert text.startswith("F[- The user lives in Berlin] S[- I live in Berlin → Berlin")
-    assert "M[Facts:\n- The user lives in Berlin\n\nSummary of earlier conversations:" in text
+    fact = "- The user lives in Berlin (2026-03-14)"
+    turn = "- 2026-03-14 user: I live in Berlin | assistant: Berlin is a great city!"
+    line = "- 2026-03-15: Green is my colour → Green is a calm colour."  # the other is told
+    assert text.startswith(f"F[{fact}] E[{turn}] S[{line}] M[Facts:\n{fact}\n\n")
+    assert f"conversations:\n{turn}\n\nSummary of earlier conversations:\n{line}]" in text
 
 
 def test_summary_is_per_user_within_summary_max_chars(hook_agent) -> None:  # type: ignore[no-untyped-def]
@@ -228,7 +235,7 @@ def test_a_live_judge_and_memorizer_get_their_prompts_and_models(
             "facts": [
                 {"text": "The user is vegetarian", "importance": 0.9, "keywords": ["food", "eat"]}
             ],
-            "summary": "Vegetarian user.",
+            "summary": "Vegetarian user who never eats meat.",
         },
     )
     provider = {"kind": "openai", "base_url": llm.url, "timeout_s": 2}
@@ -245,7 +252,7 @@ def test_a_live_judge_and_memorizer_get_their_prompts_and_models(
     assert done.hooks[0].extras["memorizer"]["usage"]["total_tokens"] == 57
     out = agent.before_user_message("What should I eat?", user_id="u1")
     assert "- The user is vegetarian" in injected(out)
-    assert "Vegetarian user." in injected(out)
+    assert "Vegetarian user who never eats meat." in injected(out)
     mem_call, judge_call = llm.requests
     assert mem_call["model"] == "mem-m" and judge_call["model"] == "judge-m"
     assert mem_call["messages"][0]["content"].startswith("Extract facts.")

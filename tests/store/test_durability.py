@@ -14,8 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 import engine
-from engine.store import open_store
-from engine.store.schema import fact_terms_table, facts_table
+from engine.store import fulltext, open_store
+from engine.store.schema import facts_table
 
 REPO = Path(engine.__file__).resolve().parent.parent
 
@@ -50,23 +50,21 @@ def writer(url: str, tag: str, count: int) -> subprocess.Popen[str]:
 
 
 def stored(url: str) -> dict[str, int]:
-    """text -> id of every fact, after checking each has its index rows and no orphans."""
+    """text -> id of every fact, after checking each is indexed and no index row is orphaned."""
     store = open_store(url)
     try:
         with store.engine.connect() as conn:  # type: ignore[attr-defined]
             if store.is_sqlite:  # type: ignore[attr-defined]
                 assert conn.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
             facts = dict(conn.execute(sa.select(facts_table.c.text, facts_table.c.id)).all())
-            terms = conn.execute(
-                sa.select(fact_terms_table.c.fact_id, sa.func.count()).group_by(
-                    fact_terms_table.c.fact_id
-                )
-            ).all()
+            column = "rowid" if store.is_sqlite else "doc"  # type: ignore[attr-defined]
+            docs = conn.execute(sa.text(f"SELECT {column} FROM memory_index")).scalars().all()
+            shared = fulltext.search(conn, "memory_index", "user:shared", ["shared"], limit=10**6)
     finally:
         store.close()
-    per_fact = dict(terms)
-    assert set(per_fact) == set(facts.values()), "index rows without facts, or facts without"
-    assert all(n == 3 for n in per_fact.values())
+    expected = {fulltext.fact_doc(i) for i in facts.values()}
+    assert set(docs) == expected, "index rows without facts, or facts without"
+    assert {doc for doc, _ in shared} == expected
     return facts
 
 

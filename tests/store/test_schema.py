@@ -7,9 +7,19 @@ import pytest
 import sqlalchemy as sa
 
 from engine.errors import StoreError
-from engine.store import MemoryUpdate, NewFact, open_store
+from engine.store import Episode, Fact, MemoryUpdate, NewFact, open_store
 from engine.store.db import to_url
-from engine.store.schema import MIGRATIONS, SCHEMA_VERSION, meta_table, records_table
+from engine.store.schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    episodes_table,
+    fact_terms_table,
+    facts_table,
+    faq_table,
+    faq_terms_table,
+    meta_table,
+    records_table,
+)
 
 
 def version_of(url: str) -> int:
@@ -48,7 +58,7 @@ def make_v1_store(url: str) -> None:
 def test_a_new_store_is_at_the_current_version(db_url: str) -> None:
     store = open_store(db_url)
     store.close()
-    assert version_of(db_url) == SCHEMA_VERSION == 5
+    assert version_of(db_url) == SCHEMA_VERSION == 6
 
 
 def test_an_older_store_is_migrated_forward_keeping_its_data(db_url: str) -> None:
@@ -93,3 +103,84 @@ def test_a_failed_write_is_a_store_error_with_the_cause_kept(db_url: str) -> Non
         assert isinstance(info.value.__cause__, sa.exc.SQLAlchemyError)
     finally:
         store.close()
+
+
+def make_v2_store(url: str) -> None:
+    """A store as engine version 2 left it: a fact with its hand-written term rows, an
+    episode and a FAQ pair with theirs."""
+    engine = sa.create_engine(to_url(url))
+    try:
+        with engine.begin() as conn:
+            meta_table.create(conn)
+            for version in (1, 2):
+                for table in MIGRATIONS[version]:
+                    table.create(conn)
+            conn.execute(meta_table.insert().values(key="schema_version", value="2"))
+            conn.execute(
+                facts_table.insert().values(
+                    id=1,
+                    scope="user:u1",
+                    text="Пользователь живёт в Берлине",
+                    terms="берлин живет город",
+                    importance=0.8,
+                    stale=False,
+                    retired=False,
+                    supersedes="[]",
+                    created_at="2025-01-01T00:00:00",
+                    updated_at="2025-01-01T00:00:00",
+                    recall_count=0,
+                )
+            )
+            conn.execute(
+                fact_terms_table.insert(),
+                [{"fact_id": 1, "term": t, "scope": "user:u1"} for t in ("берлин", "живет")],
+            )
+            conn.execute(
+                episodes_table.insert().values(
+                    id=1,
+                    scope="user:u1",
+                    question="We adopted a dog named Rex",
+                    answer="Congratulations on Rex!",
+                    time="2025-01-02T00:00:00",
+                )
+            )
+            conn.execute(
+                faq_table.insert().values(
+                    id=1,
+                    namespace="a:faq",
+                    question_key="k",
+                    question="How long does shipping take?",
+                    answer="3 to 5 days",
+                    terms="long ship take",
+                    scope_key="global",
+                    created_at="t",
+                    updated_at="t",
+                    hits=0,
+                )
+            )
+            conn.execute(
+                faq_terms_table.insert(), [{"pair_id": 1, "term": "ship", "namespace": "a:faq"}]
+            )
+    finally:
+        engine.dispose()
+
+
+def test_a_v2_store_gets_its_memory_and_faq_pairs_into_the_full_text_index(db_url: str) -> None:
+    make_v2_store(db_url)
+    store = open_store(db_url)
+    try:
+        assert store.migrated_from == 2  # type: ignore[attr-defined]
+        found = store.memory_recall("user:u1", ["город", "dog"], limit=10)
+        assert {type(x) for x in found} == {Fact, Episode}
+        assert [f.text for f in store.memory_candidates("user:u1", ["берлин"], limit=5)] == [
+            "Пользователь живёт в Берлине"
+        ]
+        assert [p.answer for p in store.faq_candidates("a:faq", ["ship"], limit=5)] == [
+            "3 to 5 days"
+        ]
+        with store.engine.connect() as conn:  # type: ignore[attr-defined]
+            left = sa.inspect(conn).get_table_names()
+        assert "memory_terms" not in left and "faq_terms" not in left
+    finally:
+        store.close()
+    assert version_of(db_url) == SCHEMA_VERSION

@@ -1,0 +1,107 @@
+"""The FAQ cache never hands one user's personal answer to another: an answer given with
+recalled memory is not shared (``scope: global``) or kept for its user (``scope: user``);
+the demo's maria does not get alex's city."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.demo import SCRIPT, play
+from engine.outcome import Outcome
+from engine.runtime import Agent, Engine
+from tests import backends
+from tests.conftest import copy_demo
+
+db_url = backends.db_url
+
+SAID = ("Меня зовут Алекс, я живу в Берлине", "Приятно познакомиться, Алекс!")
+WHERE = "Где я живу?"
+ANSWER = "Вы живёте в Берлине, вы говорили об этом."
+SHIPPING = ("How long does shipping to Berlin take?", "Shipping takes 3 to 5 working days.")
+
+
+@pytest.fixture
+def two_hooks(tmp_path: Path, db_url: str) -> Iterator[Callable[[str], Agent]]:
+    """``two_hooks(scope)``: an agent with a faq_cache (that scope) and a memory hook."""
+    engines: list[Engine] = []
+
+    def make(scope: str) -> Agent:
+        root = tmp_path / f"config{len(engines)}"
+        (root / "agents/a/hooks").mkdir(parents=True)
+        (root / "engine.yaml").write_text("process: proc\n", encoding="utf-8")
+        (root / "agents/a/agent.yaml").write_text("hooks: [faq, mem]\n", encoding="utf-8")
+        faq = {"kind": "faq_cache", "name": "faq", "scope": scope, "fallback_score": 0.8}
+        hooks = {"faq": faq, "mem": {"kind": "memory", "name": "mem"}}
+        for name, spec in hooks.items():
+            (root / f"agents/a/hooks/{name}.yaml").write_text(json.dumps(spec), encoding="utf-8")
+        engine = Engine.load(root, db=db_url)
+        engines.append(engine)
+        return engine.agent("a")
+
+    yield make
+    for engine in engines:
+        engine.close()
+
+
+def turn(agent: Agent, user: str, question: str, answer: str) -> tuple[Outcome, Outcome]:
+    """One whole turn; the answer is the cache's when it answered."""
+    first = agent.before_user_message(question, user_id=user)
+    said = first.answer if first.answer is not None else answer
+    done = agent.after_turn(question, said, user_id=user, turn_id=first.turn_id)
+    return first, done
+
+
+def logs(out: Outcome, hook: str) -> list[str]:
+    return [line for h in out.hooks if h.name == hook for line in h.logs]
+
+
+def test_an_answer_given_with_recalled_memory_is_not_shared(two_hooks: Any) -> None:
+    agent = two_hooks("global")
+    turn(agent, "alex", *SAID)
+    first, done = turn(agent, "alex", WHERE, ANSWER)
+    assert "Берлин" in first.messages[0]["content"]  # memory recalled the city
+    assert any("per-user context" in line for line in logs(done, "faq"))
+    maria, _ = turn(agent, "maria", WHERE, "Я пока не знаю.")
+    assert maria.answer is None
+    assert "Берлин" not in json.dumps(maria.to_dict(), ensure_ascii=False)
+
+
+def test_with_scope_user_a_personal_answer_is_cached_for_its_user_only(two_hooks: Any) -> None:
+    agent = two_hooks("user")
+    turn(agent, "alex", *SAID)
+    _, done = turn(agent, "alex", WHERE, ANSWER)
+    assert [h.extras.get("stored_for") for h in done.hooks if h.name == "faq"] == ["user:alex"]
+    again, _ = turn(agent, "alex", WHERE, "unused")
+    assert again.answer == ANSWER
+    maria, _ = turn(agent, "maria", WHERE, "Я пока не знаю.")
+    assert maria.answer is None
+
+
+def test_an_answer_without_per_user_context_is_shared(two_hooks: Any) -> None:
+    for scope in ("global", "user"):
+        agent = two_hooks(scope)
+        turn(agent, "bob", *SHIPPING)
+        hit, _ = turn(agent, "maria", SHIPPING[0], "unused")
+        assert hit.answer == SHIPPING[1], scope
+
+
+def test_the_demo_does_not_tell_maria_where_alex_lives(tmp_path: Path) -> None:
+    root = copy_demo(tmp_path)
+    lines: list[str] = []
+    with Engine.load(root, db=str(tmp_path / "demo.db")) as engine:
+        play(engine.agent("demo"), say=lines.append)
+    assert (SCRIPT[4].user, SCRIPT[5].user) == ("alex", "maria")
+    assert SCRIPT[4].question == SCRIPT[5].question == WHERE
+    text = "\n".join(lines)
+    alex = text.split("===== turn 5:")[1].split("===== turn 6:")[0]
+    maria = text.split("===== turn 6:")[1].split("===== turn 7:")[0]
+    assert "=> answer: Вы живёте в Берлине." in alex  # alex's memory answered him
+    assert "not stored: the answer may use per-user context" in alex
+    assert "Берлин" not in maria and "Вы живёте" not in maria
+    assert "Отвечено из кэша" not in maria
+    assert "=> answer: Я пока не знаю, где вы живёте." in maria
