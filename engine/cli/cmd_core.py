@@ -9,10 +9,21 @@ from pathlib import Path
 from typing import Any
 
 from engine.checking import check_project
-from engine.cli.common import EXIT_OK, EXIT_USAGE, print_json, say
+from engine.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    agent_filter,
+    find_record,
+    point_filter,
+    print_json,
+    say,
+    store_url,
+    suggestion,
+    time_filter,
+)
 from engine.cli.render import short
-from engine.config import load_engine_settings
-from engine.errors import ConfigError
+from engine.config import agent_names
 from engine.hosts import HOSTS
 from engine.replay import shadow_text
 from engine.runtime import Engine
@@ -42,12 +53,13 @@ def register(sub: Any) -> None:
     p = sub.add_parser("records", help="show recorded evaluations, newest first")
     p.add_argument("--config", default="config", help="config folder (default: config)")
     p.add_argument("--db", help="read records from this store instead of engine.yaml's")
+    p.add_argument("--id", help="the record with this id (or first characters), in full")
     p.add_argument("--agent")
     p.add_argument("--point")
     p.add_argument("--scope", help="a scope key (user:u1) or a bare id")
     p.add_argument("--host", help="the host that asked (native, claude-code, ...)")
-    p.add_argument("--since", help="ISO time, inclusive")
-    p.add_argument("--until", help="ISO time, exclusive")
+    p.add_argument("--since", help="ISO time or a duration back from now (2h), inclusive")
+    p.add_argument("--until", help="ISO time or a duration back from now, exclusive")
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=records)
@@ -93,29 +105,24 @@ def demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _store_url(args: argparse.Namespace) -> str:
-    if args.db:
-        return str(args.db)
-    root = Path(args.config).resolve()
-    settings, problems = load_engine_settings(root)
-    if problems:
-        raise ConfigError(problems)
-    return settings.store_url(root.parent)
-
-
 def records(args: argparse.Namespace) -> int:
+    url = store_url(args.config, args.db)
+    if args.id:
+        return _one_record(url, args.id, as_json=args.json)
     query = RecordQuery(
         agent=args.agent,
-        point=args.point,
+        point=point_filter(args.point),
         scope=args.scope,
-        host=args.host,
-        since=args.since,
-        until=args.until,
+        host=host_filter(args.host),
+        since=time_filter("--since", args.since),
+        until=time_filter("--until", args.until),
         limit=args.limit,
     )
-    store = open_store(_store_url(args))
+    store = open_store(url)
     try:
         found = store.query_records(query)
+        if not found and args.agent:
+            _known_agent(store, args.config, args.agent)
     finally:
         store.close()
     if args.json:
@@ -135,4 +142,30 @@ def records(args: argparse.Namespace) -> int:
             say(f"    => shadow: {shadow_text(entry)}")
     if not found:
         say("no records match")
+    return EXIT_OK
+
+
+def _known_agent(store: Any, config: str, agent: str) -> None:
+    """UsageError if ``agent`` has no record at all and is no agent of the config."""
+    if store.query_records(RecordQuery(agent=agent, limit=1)):
+        return
+    root = Path(config).resolve()
+    agent_filter(agent, agent_names(root) if root.is_dir() else [])
+
+
+def host_filter(name: str | None) -> str | None:
+    """``--host``: a host the engine knows; UsageError with a suggestion otherwise."""
+    if name is None or name in HOSTS or name == "native":
+        return name
+    raise UsageError(f"--host {name!r}: no such host{suggestion(name, ['native', *HOSTS])}")
+
+
+def _one_record(url: str, record_id: str, *, as_json: bool) -> int:
+    from engine.why import record_lines
+
+    record = find_record(url, record_id)
+    if as_json:
+        print_json([record.model_dump(mode="json")])
+    else:
+        say("\n".join(record_lines(record)))
     return EXIT_OK

@@ -11,7 +11,19 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from engine.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json, say
+from engine.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    UsageError,
+    agent_filter,
+    find_record,
+    point_filter,
+    print_json,
+    say,
+    store_url,
+    time_filter,
+)
+from engine.cli.render import progress_bar
 from engine.config import agent_names, load_project
 from engine.errors import ConfigError, StoreError
 from engine.points import Point
@@ -33,18 +45,30 @@ def register(sub: Any) -> None:
     p.add_argument("--config", default="config", help="config folder (default: config)")
     p.add_argument("--db", help="read records from this store instead of engine.yaml's")
     p.add_argument("--agent")
-    p.add_argument("--point", choices=[pt.value for pt in Point])
-    p.add_argument("--since", help="ISO time, inclusive")
+    p.add_argument("--point")
+    p.add_argument("--since", help="ISO time (UTC unless it says) or a duration: 30m, 2h, 7d")
     p.add_argument("--limit", type=int, default=10_000, help="newest N records (default 10000)")
     p.add_argument("--show", type=int, default=50, help="differences to print (default 50)")
+    p.add_argument(
+        "--fail-on-diff",
+        action="store_true",
+        help="exit 1 if any enforced decision differs (for CI)",
+    )
     p.add_argument("--progress", action="store_true", help="progress bar even without a tty")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=replay)
 
-    p = sub.add_parser("explain", help="the effective order of an agent's hooks per point")
+    p = sub.add_parser(
+        "explain",
+        help="why a record decided what it did; or the effective order of an agent's hooks",
+    )
+    p.add_argument(
+        "record", nargs="?", help="a record id (or its first characters, as `records` shows)"
+    )
     p.add_argument("--config", default="config", help="config folder (default: config)")
-    p.add_argument("--agent", required=True)
-    p.add_argument("--point", choices=[pt.value for pt in Point])
+    p.add_argument("--db", help="read the record from this store instead of engine.yaml's")
+    p.add_argument("--agent", help="explain this agent's hook order per point")
+    p.add_argument("--point")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=explain)
 
@@ -90,43 +114,36 @@ def test(args: argparse.Namespace) -> int:
 
 
 def replay(args: argparse.Namespace) -> int:
-    """Replay recorded events; exit 0 (differences are findings, not errors)."""
+    """Replay recorded events. Differences are findings, not errors: exit 0, unless
+    ``--fail-on-diff`` and an enforced decision differs (exit 1)."""
     from engine.replay import load_records, report_lines
     from engine.replay import replay as run_replay
 
+    point, since = point_filter(args.point), time_filter("--since", args.since)
     with Engine.load(args.config, records=False, db=args.db) as engine:
-        records = load_records(
-            engine, agent=args.agent, point=args.point, since=args.since, limit=args.limit
-        )
-        show_bar = args.progress or sys.stderr.isatty()
-        report = run_replay(engine, records, progress_bar() if show_bar else None)
+        agent = agent_filter(args.agent, engine.agents)
+        records = load_records(engine, agent=agent, point=point, since=since, limit=args.limit)
+        with progress_bar("replay", force=args.progress) as bar:
+            report = run_replay(engine, records, bar)
     if args.json:
         print_json(_replay_data(report))
     else:
         say("\n".join(report_lines(report, limit=args.show)))
-    return EXIT_OK
-
-
-def progress_bar(width: int = 30) -> Any:
-    """A progress callback drawing ``[#####.....] done/total`` on stderr."""
-
-    def draw(done: int, total: int) -> None:
-        if done != total and done % max(1, total // 200):
-            return  # about 200 redraws whatever the total
-        filled = width * done // max(total, 1)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-        if done == total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-    return draw
+    return EXIT_FAILED if args.fail_on_diff and report.differences else EXIT_OK
 
 
 def _replay_data(report: Any) -> dict[str, Any]:
+    from engine.replay import skip_reasons
+
     return {
         "total": report.total,
         "same": report.same,
         "skipped": report.skipped,
+        "skipped_reasons": skip_reasons(report),
+        "skips": [
+            {"id": r.id, "agent": r.agent, "point": r.point, "reason": why}
+            for r, why in report.skips
+        ],
         "kinds": dict(report.kinds),
         "shadow_before": dict(report.shadow_before),
         "shadow_after": dict(report.shadow_after),
@@ -152,16 +169,36 @@ def _replay_data(report: Any) -> dict[str, Any]:
 
 
 def explain(args: argparse.Namespace) -> int:
+    """``explain RECORD``: the record's event, each hook's part and who decided;
+    ``explain --agent A``: the agent's hook order per point, with warnings."""
+    if args.record:
+        return explain_record(args)
+    if not args.agent:
+        raise UsageError("explain: give a record id (hookengine explain 3f2a9c1e) or --agent")
     from engine.explain import as_data, explanation_lines
     from engine.explain import explain as run_explain
 
+    point = point_filter(args.point)
     with Engine.load(args.config, records=False, db=":memory:") as engine:
-        point = Point(args.point) if args.point else None
-        ex = run_explain(engine.agent(args.agent).pipeline, point)
+        agent = agent_filter(args.agent, engine.agents)
+        assert agent is not None
+        ex = run_explain(engine.agent(agent).pipeline, Point(point) if point else None)
     if args.json:
         print_json(as_data(ex))
     else:
         say("\n".join(explanation_lines(ex)))
+    return EXIT_OK
+
+
+def explain_record(args: argparse.Namespace) -> int:
+    from engine.why import explain_record as record_data
+    from engine.why import record_lines
+
+    record = find_record(store_url(args.config, args.db), args.record)
+    if args.json:
+        print_json(record_data(record))
+    else:
+        say("\n".join(record_lines(record)))
     return EXIT_OK
 
 
