@@ -15,7 +15,9 @@ from engine.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     UsageError,
+    add_config,
     agent_filter,
+    config_of,
     find_record,
     point_filter,
     print_json,
@@ -24,6 +26,7 @@ from engine.cli.common import (
     time_filter,
 )
 from engine.cli.render import progress_bar
+from engine.cli.testrun import add_test_options, chosen, run_and_report
 from engine.config import agent_names, load_project
 from engine.errors import ConfigError, StoreError
 from engine.points import Point
@@ -33,8 +36,15 @@ from engine.store import LossSummary, open_store
 
 def register(sub: Any) -> None:
     p = sub.add_parser("test", help="run every YAML test of every hook (pytest-like output)")
-    p.add_argument("config", nargs="?", default="config", help="config folder (default: config)")
+    p.add_argument(
+        "where", nargs="?", metavar="CONFIG|HOOK", help="config folder, or one hook's YAML file"
+    )
+    p.add_argument("--config", help="config folder (default: config)")
     p.add_argument("--live", action="store_true", help="use the configured LLM provider")
+    p.add_argument("--agent", help="only this agent's hooks")
+    p.add_argument("--hook", action="append", help="only this hook (repeatable)")
+    add_test_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=test)
 
     p = sub.add_parser(
@@ -42,7 +52,7 @@ def register(sub: Any) -> None:
         help="re-evaluate recorded events through the current hooks "
         "and show every decision that differs",
     )
-    p.add_argument("--config", default="config", help="config folder (default: config)")
+    add_config(p)
     p.add_argument("--db", help="read records from this store instead of engine.yaml's")
     p.add_argument("--agent")
     p.add_argument("--point")
@@ -65,7 +75,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "record", nargs="?", help="a record id (or its first characters, as `records` shows)"
     )
-    p.add_argument("--config", default="config", help="config folder (default: config)")
+    add_config(p)
     p.add_argument("--db", help="read the record from this store instead of engine.yaml's")
     p.add_argument("--agent", help="explain this agent's hook order per point")
     p.add_argument("--point")
@@ -73,7 +83,7 @@ def register(sub: Any) -> None:
     p.set_defaults(func=explain)
 
     p = sub.add_parser("dev", help="talk to an agent interactively; reloads on save")
-    p.add_argument("--config", default="config", help="config folder (default: config)")
+    add_config(p)
     p.add_argument("--agent", required=True)
     p.add_argument("--db", help="store for records and state (default: engine.yaml's)")
     p.set_defaults(func=dev)
@@ -81,7 +91,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "status", help="per agent: generation, last reload, last error; records lost and why"
     )
-    p.add_argument("config", nargs="?", default="config", help="config folder (default: config)")
+    add_config(p, positional=True)
     p.add_argument(
         "--db", help="read the record loss ledger from this store (default: engine.yaml's)"
     )
@@ -101,13 +111,33 @@ def register(sub: Any) -> None:
 
 
 def test(args: argparse.Namespace) -> int:
-    """Run every hook's tests; exit 1 if one fails, 2 if the config is invalid."""
-    from engine.yamltests import project_hooks, report_lines, run_hooks
+    """Run the hooks' tests (every hook, an agent's, named ones, or one file's); exit 1 if
+    one fails, 2 if the config is invalid."""
+    from engine.yamltests import project_hooks
 
-    with Engine.load(args.config, records=False, db=":memory:", live=args.live) as engine:
-        report = run_hooks(project_hooks(engine.project), engine.env)
-    say("\n".join(report_lines(report)))
-    return EXIT_OK if report.ok else EXIT_FAILED
+    target = Path(config_of(args))
+    if target.suffix in (".yaml", ".yml"):
+        return test_file(target, args)
+    with Engine.load(target, records=False, db=":memory:", live=args.live) as engine:
+        agent = agent_filter(args.agent, engine.agents)
+        project = engine.project
+        specs = list(project.agents[agent].hooks) if agent else project_hooks(project)
+        return run_and_report(chosen(specs, args.hook), engine.env, args)
+
+
+def test_file(path: Path, args: argparse.Namespace) -> int:
+    """The tests of one hook file (given as the hook's YAML or its ``.test.yaml``)."""
+    from engine.cli.hook_tool import load_engine
+
+    if path.name.endswith(".test.yaml"):
+        path = path.with_name(path.name.removesuffix(".test.yaml") + ".yaml")
+    if not path.is_file():
+        raise UsageError(f"{path}: hook file not found")
+    if args.agent:
+        raise UsageError("--agent: a hook file is tested alone; give a config folder instead")
+    with load_engine(path, agent="test", db=":memory:", live=args.live) as engine:
+        specs = list(engine.project.agents["test"].hooks)
+        return run_and_report(chosen(specs, args.hook), engine.env, args)
 
 
 # -- replay ----------------------------------------------------------------------------------
@@ -120,7 +150,7 @@ def replay(args: argparse.Namespace) -> int:
     from engine.replay import replay as run_replay
 
     point, since = point_filter(args.point), time_filter("--since", args.since)
-    with Engine.load(args.config, records=False, db=args.db) as engine:
+    with Engine.load(config_of(args), records=False, db=args.db) as engine:
         agent = agent_filter(args.agent, engine.agents)
         records = load_records(engine, agent=agent, point=point, since=since, limit=args.limit)
         with progress_bar("replay", force=args.progress) as bar:
@@ -179,7 +209,7 @@ def explain(args: argparse.Namespace) -> int:
     from engine.explain import explain as run_explain
 
     point = point_filter(args.point)
-    with Engine.load(args.config, records=False, db=":memory:") as engine:
+    with Engine.load(config_of(args), records=False, db=":memory:") as engine:
         agent = agent_filter(args.agent, engine.agents)
         assert agent is not None
         ex = run_explain(engine.agent(agent).pipeline, Point(point) if point else None)
@@ -194,7 +224,7 @@ def explain_record(args: argparse.Namespace) -> int:
     from engine.why import explain_record as record_data
     from engine.why import record_lines
 
-    record = find_record(store_url(args.config, args.db), args.record)
+    record = find_record(store_url(config_of(args), args.db), args.record)
     if args.json:
         print_json(record_data(record))
     else:
@@ -211,7 +241,7 @@ def dev(args: argparse.Namespace) -> int:
     def show(text: str) -> None:
         say(text, flush=True)
 
-    with Engine.load(args.config, db=args.db, watch=True) as engine:
+    with Engine.load(config_of(args), db=args.db, watch=True) as engine:
         if args.agent not in engine.agents:
             raise UsageError(f"no agent {args.agent!r} (loaded: {', '.join(engine.agents)})")
         session = DevSession(engine, args.agent, show)
@@ -232,8 +262,8 @@ def status(args: argparse.Namespace) -> int:
     if args.url:
         data = remote_status(args.url, args.token or os.environ.get(TOKEN_ENV, ""))
     else:
-        data = project_status(Path(args.config))
-        data["records"] = ledger_status(Path(args.config), args.db)
+        data = project_status(Path(config_of(args)))
+        data["records"] = ledger_status(Path(config_of(args)), args.db)
     if args.json:
         print_json(data)
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import json
 import re
@@ -167,3 +168,33 @@ def find_record(url: str, record_id: str) -> Record:
         ids = ", ".join(r.id for r in found)
         raise UsageError(f"record id {record_id!r} is ambiguous: {ids} (give more characters)")
     return found[0]
+
+
+# -- naming the config folder, the same way in every command -----------------------------------
+
+DEFAULT_CONFIG = "config"
+
+
+def add_config(p: argparse.ArgumentParser, *, positional: bool = False) -> None:
+    """``--config DIR`` (and, where a command always took one, the folder as a positional)."""
+    if positional:
+        p.add_argument("where", nargs="?", metavar="CONFIG", help="config folder (or --config)")
+    p.add_argument("--config", help=f"config folder (default: {DEFAULT_CONFIG})")
+
+
+def config_of(args: argparse.Namespace) -> str:
+    """The config folder a command was given: ``--config``, the positional, or ``config``."""
+    where, flag = getattr(args, "where", None), args.config
+    if where and flag and Path(where) != Path(flag):
+        raise UsageError(f"two config folders given: {where} and --config {flag}; give one")
+    return str(where or flag or DEFAULT_CONFIG)
+
+
+def version_text() -> str:
+    """``hookengine 0.1.0``-style version of the installed package (or of the checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hookengine")
+    except PackageNotFoundError:
+        return "unknown (not installed)"

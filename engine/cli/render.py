@@ -64,7 +64,9 @@ def _decision_lines(out: Outcome) -> list[str]:
 
 
 @contextmanager
-def progress_bar(label: str, *, force: bool = False) -> Iterator[Callable[[int, int], None]]:
+def progress_bar(
+    label: str, *, force: bool = False, unit: str = "records"
+) -> Iterator[Callable[[int, int], None]]:
     """A ``progress(done, total)`` callback drawing a bar on stderr when it is a terminal (or
     with ``force``); on a pipe it draws nothing, so logs and CI output stay clean."""
     if not (force or sys.stderr.isatty()):
@@ -77,7 +79,7 @@ def progress_bar(label: str, *, force: bool = False) -> Iterator[Callable[[int, 
     def advance(done: int, total: int) -> None:
         nonlocal bar
         if bar is None:
-            bar = tqdm(total=total, desc=label, unit="rec", file=sys.stderr, leave=True)
+            bar = tqdm(total=total, desc=label, unit=f" {unit}", file=sys.stderr, leave=True)
         bar.update(done - bar.n)
 
     try:
