@@ -236,17 +236,17 @@ def explain_record(args: argparse.Namespace) -> int:
 
 
 def dev(args: argparse.Namespace) -> int:
-    from engine.cli.dev import DevSession, run
+    from engine.cli.dev import DevSession, draw_prompt, run
 
     def show(text: str) -> None:
         say(text, flush=True)
 
     with Engine.load(config_of(args), db=args.db, watch=True) as engine:
-        if args.agent not in engine.agents:
-            raise UsageError(f"no agent {args.agent!r} (loaded: {', '.join(engine.agents)})")
-        session = DevSession(engine, args.agent, show)
+        agent_filter(args.agent, engine.agents)
+        tty = sys.stdin.isatty()
+        session = DevSession(engine, args.agent, show, redraw=draw_prompt if tty else None)
         try:
-            run(session, sys.stdin, prompt=sys.stdin.isatty())
+            run(session, sys.stdin, prompt=tty)
         finally:
             session.close()
     return EXIT_OK
