@@ -121,7 +121,9 @@ def test(args: argparse.Namespace) -> int:
     with Engine.load(target, records=False, db=":memory:", live=args.live) as engine:
         agent = agent_filter(args.agent, engine.agents)
         project = engine.project
-        specs = list(project.agents[agent].hooks) if agent else project_hooks(project)
+        specs = project_hooks(project)
+        if agent:  # an agent's hooks: its own and the host layer's, which run after them
+            specs = [*project.agents[agent].hooks, *project.host_hooks]
         return run_and_report(chosen(specs, args.hook), engine.env, args)
 
 
