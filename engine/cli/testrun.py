@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from engine.yamltests import Report
 
 
-def add_test_options(p: argparse.ArgumentParser) -> None:
+def add_test_options(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """The options both test commands take."""
     p.add_argument("-k", dest="pattern", help="run only tests whose '<hook>: <name>' holds this")
     p.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML")
