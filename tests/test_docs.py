@@ -108,6 +108,7 @@ DOC_FILES = [
     "points.md",
     "hooks.md",
     "scripting.md",
+    "internals.md",
     "cli.md",
     "http.md",
     "operations.md",

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from engine.points import EVENTS, Point
+from engine.points import ACCEPTED, EVENTS, Point
 from engine.runtime import Agent, Engine
 from tests.conftest import REPO
 
@@ -127,3 +127,29 @@ def test_the_two_languages_decide_alike(tmp_path: Path) -> None:
             decisions[language] = [out.decision() for out in outcomes]
     assert decisions["javascript"] == decisions["python"]
     assert decisions["python"][1]["blocked"] and decisions["python"][4]["blocked"]
+
+
+SCRIPTING = (REPO / "docs" / "scripting.md").read_text()
+
+
+def test_scripting_md_opens_with_the_authors_reference() -> None:
+    headings = re.findall(r"^## (.+)$", SCRIPTING, flags=re.M)
+    reference = ["Event fields per point", "Functions", "Host API, side by side"]
+    assert headings[:3] == reference and "Limits and their defaults" in headings[:5]
+    assert "Errors" in headings[:6]
+
+
+def test_measurements_live_in_internals_md_not_in_the_reference() -> None:
+    internals = (REPO / "docs" / "internals.md").read_text()
+    assert "bench/" not in SCRIPTING and "µs" not in SCRIPTING
+    for moved in ("## Performance", "## Isolation model", "## Fresh state on every call"):
+        assert f"\n{moved}\n" in internals, moved
+
+
+@pytest.mark.parametrize("point", list(Point))
+def test_scripting_md_lists_each_points_event_fields_and_changes(point: Point) -> None:
+    row = re.search(rf"^\| `{point.value}` \| (.*) \| (.*) \|$", SCRIPTING, flags=re.M)
+    assert row, f"scripting.md has no row for {point.value}"
+    fields = set(re.findall(r"`(\w+)`", row.group(1)))
+    assert fields | {"turn_id"} == (set(EVENTS[point].model_fields) - BASE_FIELDS) | {"turn_id"}
+    assert set(re.findall(r"`(\w+)`", row.group(2))) == ACCEPTED[point]
