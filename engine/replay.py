@@ -24,6 +24,8 @@ from engine.points import Point
 from engine.runtime import Engine
 from engine.store import Record, RecordQuery, open_store
 
+POINT_NAMES = frozenset(p.value for p in Point)
+
 
 @dataclass(frozen=True)
 class Difference:
@@ -46,7 +48,9 @@ class ReplayReport:
     total: int = 0
     same: int = 0
     skipped: int = 0
-    """Records of agents or points the engine does not have."""
+    """Records that could not be replayed (an agent or point the engine does not have)."""
+    skips: list[tuple[Record, str]] = field(default_factory=list)
+    """Each skipped record with why it was skipped."""
     differences: list[Difference] = field(default_factory=list)
     """Enforced decisions that differ (what the host would now do differently)."""
     shadow_differences: list[Difference] = field(default_factory=list)
@@ -123,12 +127,26 @@ class Replayer:
                 progress(done, len(ordered))
         return report
 
+    def unplayable(self, record: Record) -> str | None:
+        """Why ``record`` cannot be replayed here (None: it can)."""
+        if record.agent not in self.engine.agents:
+            known = ", ".join(self.engine.agents) or "none"
+            return f"agent {record.agent!r} is not in the config (agents: {known})"
+        if record.point not in POINT_NAMES:
+            return f"point {record.point!r} is not a point of this engine"
+        return None
+
     def _one(self, record: Record, report: ReplayReport) -> None:
         report.total += 1
-        try:
-            out = self.outcome(record)
-        except (EngineError, ValueError):  # an agent or point this engine does not have
+        why = self.unplayable(record)
+        if why is None:
+            try:
+                out = self.outcome(record)
+            except EngineError as exc:
+                why = f"cannot be evaluated: {exc}"
+        if why is not None:
             report.skipped += 1
+            report.skips.append((record, why))
             return
         before, after = record.outcome, _norm(out.decision())
         shadow_before, shadow_after = record.outcome.get("shadow") or [], _norm(out.shadow)
@@ -201,6 +219,7 @@ def report_lines(report: ReplayReport, *, limit: int = 50) -> list[str]:
         f"replayed {report.total}: {report.same} same, {len(report.differences)} "
         f"differ, {report.skipped} skipped"
     )
+    lines += [f"  {count:6d}  skipped: {why}" for why, count in skip_reasons(report).items()]
     lines += [f"  {count:6d}  {kind}" for kind, count in report.kinds.most_common()]
     if report.shadow_differences:
         lines.append(
@@ -213,6 +232,11 @@ def report_lines(report: ReplayReport, *, limit: int = 50) -> list[str]:
             f"(recorded: {report.shadow_before[hook]})"
         )
     return lines
+
+
+def skip_reasons(report: ReplayReport) -> dict[str, int]:
+    """How many records were skipped for each reason, the most common first."""
+    return dict(Counter(why for _record, why in report.skips).most_common())
 
 
 def difference_lines(diff: Difference) -> list[str]:
@@ -260,4 +284,5 @@ __all__ = [
     "load_records",
     "replay",
     "report_lines",
+    "skip_reasons",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ class Result:
 
     case: Case
     failures: list[str] = field(default_factory=list)
+    seconds: float = 0.0
 
     @property
     def passed(self) -> bool:
@@ -67,6 +68,8 @@ class Report:
 
     results: list[Result] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    untested: list[HookSpec] = field(default_factory=list)
+    """Hooks with no tests at all (``--require-tests`` fails on them)."""
     seconds: float = 0.0
 
     @property
@@ -131,19 +134,41 @@ class _Enforced:
         return getattr(self._hook, name)
 
 
-def run_hooks(specs: Iterable[HookSpec], env: BuildEnv) -> Report:
-    """Run every test of every hook in ``specs``; each hook is built apart, on a scratch store."""
+def run_hooks(
+    specs: Iterable[HookSpec],
+    env: BuildEnv,
+    *,
+    pattern: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Report:
+    """Run every test of every hook in ``specs``; each hook is built apart, on a scratch store.
+
+    Args:
+        pattern: run only the tests whose ``<hook>: <test name>`` holds it (any case).
+        progress: called with ``(hooks done, hooks)`` after each hook.
+    """
     started = time.perf_counter()
     report = Report()
-    for spec in specs:
+    specs = list(specs)
+    for done, spec in enumerate(specs, 1):
         cases, problems = collect(spec)
         report.problems += problems
+        if not cases and not problems:
+            report.untested.append(spec)
+        cases = [c for c in cases if pattern is None or matches(c, pattern)]
         if cases:
             results, problems = run_cases(spec, cases, env)
             report.results += results
             report.problems += problems
+        if progress is not None:
+            progress(done, len(specs))
     report.seconds = time.perf_counter() - started
     return report
+
+
+def matches(case: Case, pattern: str) -> bool:
+    """Whether ``case`` is selected by ``-k pattern``: its ``<hook>: <title>`` holds it."""
+    return pattern.casefold() in f"{case.spec.name}: {case.title}".casefold()
 
 
 def run_cases(
@@ -182,7 +207,7 @@ def run_case(case: Case, hook: Hook, store: Store) -> Result:
     out = evaluate(pipeline, test.point, _event(test.point, test.event, test), services)
     failures = check(test.expect, out)
     errors = [f"the hook failed: {run.error}" for run in out.hooks if run.error]
-    return Result(case, failures + errors)
+    return Result(case, failures + errors, out.duration_ms / 1000)
 
 
 def _event(
@@ -309,6 +334,7 @@ def report_lines(report: Report) -> list[str]:
         lines.append(f"{result.case.where}: {result.case.test.point.value}")
         lines += [f"E   {failure}" for failure in result.failures]
     lines += [f"ERROR {problem}" for problem in report.problems]
+    lines += [f"no tests: {spec.name} ({spec.shown})" for spec in report.untested]
     lines.append(_banner(_summary(report)))
     return lines
 
@@ -318,8 +344,67 @@ def _summary(report: Report) -> str:
     parts = [f"{failed} failed"] if failed else []
     parts += [f"{passed} passed"] if passed or not report.results else []
     parts += [f"{len(report.problems)} errors"] if report.problems else []
-    return f"{', '.join(parts)} in {report.seconds:.2f}s"
+    untested = f"; {len(report.untested)} without tests" if report.untested else ""
+    return f"{', '.join(parts)} in {report.seconds:.2f}s{untested}"
 
 
 def _banner(text: str, fill: str = "=") -> str:
     return f" {text} ".center(72, fill)
+
+
+def report_data(report: Report) -> dict[str, Any]:
+    """The report as ``hookengine test --json`` prints it (docs/schemas/test.json)."""
+    return {
+        "ok": report.ok,
+        "passed": len(report.results) - len(report.failed),
+        "failed": len(report.failed),
+        "errors": len(report.problems),
+        "seconds": round(report.seconds, 4),
+        "results": [
+            {
+                "hook": r.case.spec.name,
+                "file": r.case.path,
+                "line": r.case.line,
+                "name": r.case.title,
+                "point": r.case.test.point.value,
+                "passed": r.passed,
+                "failures": r.failures,
+                "seconds": round(r.seconds, 6),
+            }
+            for r in report.results
+        ],
+        "problems": [str(p) for p in report.problems],
+        "untested": [{"hook": s.name, "file": s.shown} for s in report.untested],
+    }
+
+
+def junit_xml(report: Report) -> str:
+    """The report as JUnit XML (one testcase per test, one per collection error), the form
+    CI services show."""
+    from xml.etree import ElementTree as ET
+
+    suite = ET.Element(
+        "testsuite",
+        name="hookengine",
+        tests=str(len(report.results) + len(report.problems)),
+        failures=str(len(report.failed)),
+        errors=str(len(report.problems)),
+        time=f"{report.seconds:.4f}",
+    )
+    for r in report.results:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=r.case.spec.name,
+            name=r.case.title,
+            file=r.case.path,
+            line=str(r.case.line or 0),
+            time=f"{r.seconds:.6f}",
+        )
+        if not r.passed:
+            failure = ET.SubElement(case, "failure", message=r.failures[0])
+            failure.text = "\n".join([r.case.where, *r.failures])
+    for problem in report.problems:
+        case = ET.SubElement(suite, "testcase", classname="collection", name=str(problem))
+        ET.SubElement(case, "error", message=str(problem)).text = str(problem)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

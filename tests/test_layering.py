@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
         "reload_watch",
         "replay",
         "explain",
+        "why",
         "yamltests",
         "demo",
         "checking",

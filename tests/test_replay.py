@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -120,14 +121,89 @@ def test_the_cli_prints_differences_counts_and_progress(
     assert code == 0
     assert "blocked → allowed" in out and "event: delete_file" in out
     assert "blocked: true -> false" in out
-    assert "differ, 0 skipped" in out and "] " in err and "/" in err
+    assert "differ, 0 skipped" in out and "replay:" in err and "100%" in err
+
+
+def test_without_a_tty_replay_draws_no_progress(
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "traffic.db")
+    with Engine.load(demo, db=db) as engine:
+        record_traffic(engine, 3)
+    assert hookengine(["replay", "--config", str(demo), "--db", db]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_fail_on_diff_exits_1_when_a_decision_changed_and_0_when_none_did(
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "traffic.db")
+    with Engine.load(demo, db=db) as engine:
+        engine.agent("demo").tool_call("shell", {})
+    argv = ["replay", "--config", str(demo), "--db", db, "--fail-on-diff"]
+    assert hookengine(argv) == 0
+    assert "1 same, 0 differ" in capsys.readouterr().out
+    (demo / "agents/demo/hooks/guard.yaml").write_text(GUARD.format(forbidden="[shell]"))
+    assert hookengine(argv) == 1
+    assert "allowed → blocked" in capsys.readouterr().out
+    assert hookengine(argv[:-1]) == 0  # without the flag a difference is a finding, not a failure
+
+
+def test_skipped_records_say_why(
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "traffic.db")
+    with Engine.load(demo, db=db) as engine:
+        engine.agent("demo").tool_call("shell", {})
+    shutil.move(demo / "agents/demo", demo / "agents/other")
+    assert hookengine(["replay", "--config", str(demo), "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "1 skipped" in out
+    assert "1  skipped: agent 'demo' is not in the config (agents: other)" in out
+    assert hookengine(["replay", "--config", str(demo), "--db", db, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["skips"][0]["reason"] == "agent 'demo' is not in the config (agents: other)"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--point", "tool_cal", "--point 'tool_cal': no such point (did you mean 'tool_call'?)"),
+        ("--agent", "dmo", "--agent 'dmo': no such agent in the config (did you mean 'demo'?)"),
+        ("--since", "yesterday", "--since 'yesterday': not a time; write an ISO time"),
+    ],
+)
+def test_a_bad_filter_is_an_error_with_a_suggestion(
+    demo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    flag: str,
+    value: str,
+    message: str,
+) -> None:
+    db = str(tmp_path / "traffic.db")
+    with Engine.load(demo, db=db) as engine:
+        engine.agent("demo").tool_call("shell", {})
+    assert hookengine(["replay", "--config", str(demo), "--db", db, flag, value]) == 2
+    assert f"hookengine: error: {message}" in capsys.readouterr().err
+
+
+def test_since_takes_a_duration(
+    demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "traffic.db")
+    with Engine.load(demo, db=db) as engine:
+        engine.agent("demo").tool_call("shell", {}, time="2020-01-01T00:00:00+00:00")
+        engine.agent("demo").tool_call("shell", {})
+    assert hookengine(["replay", "--config", str(demo), "--db", db, "--since", "2h"]) == 0
+    assert "replayed 1:" in capsys.readouterr().out
+    assert hookengine(["replay", "--config", str(demo), "--db", db, "--since", "2019-12-31"]) == 0
+    assert "replayed 2:" in capsys.readouterr().out
 
 
 def test_replay_json_lists_differences(
     demo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import json
-
     db = str(tmp_path / "traffic.db")
     with Engine.load(demo, db=db) as engine:
         engine.agent("demo").tool_call("shell", {})

@@ -11,7 +11,22 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from engine.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json, say
+from engine.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    UsageError,
+    add_config,
+    agent_filter,
+    config_of,
+    find_record,
+    point_filter,
+    print_json,
+    say,
+    store_url,
+    time_filter,
+)
+from engine.cli.render import progress_bar
+from engine.cli.testrun import add_test_options, chosen, run_and_report
 from engine.config import agent_names, load_project
 from engine.errors import ConfigError, StoreError
 from engine.points import Point
@@ -21,8 +36,15 @@ from engine.store import LossSummary, open_store
 
 def register(sub: Any) -> None:
     p = sub.add_parser("test", help="run every YAML test of every hook (pytest-like output)")
-    p.add_argument("config", nargs="?", default="config", help="config folder (default: config)")
+    p.add_argument(
+        "where", nargs="?", metavar="CONFIG|HOOK", help="config folder, or one hook's YAML file"
+    )
+    p.add_argument("--config", help="config folder (default: config)")
     p.add_argument("--live", action="store_true", help="use the configured LLM provider")
+    p.add_argument("--agent", help="only this agent's hooks")
+    p.add_argument("--hook", action="append", help="only this hook (repeatable)")
+    add_test_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=test)
 
     p = sub.add_parser(
@@ -30,26 +52,38 @@ def register(sub: Any) -> None:
         help="re-evaluate recorded events through the current hooks "
         "and show every decision that differs",
     )
-    p.add_argument("--config", default="config", help="config folder (default: config)")
+    add_config(p)
     p.add_argument("--db", help="read records from this store instead of engine.yaml's")
     p.add_argument("--agent")
-    p.add_argument("--point", choices=[pt.value for pt in Point])
-    p.add_argument("--since", help="ISO time, inclusive")
+    p.add_argument("--point")
+    p.add_argument("--since", help="ISO time (UTC unless it says) or a duration: 30m, 2h, 7d")
     p.add_argument("--limit", type=int, default=10_000, help="newest N records (default 10000)")
     p.add_argument("--show", type=int, default=50, help="differences to print (default 50)")
+    p.add_argument(
+        "--fail-on-diff",
+        action="store_true",
+        help="exit 1 if any enforced decision differs (for CI)",
+    )
     p.add_argument("--progress", action="store_true", help="progress bar even without a tty")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=replay)
 
-    p = sub.add_parser("explain", help="the effective order of an agent's hooks per point")
-    p.add_argument("--config", default="config", help="config folder (default: config)")
-    p.add_argument("--agent", required=True)
-    p.add_argument("--point", choices=[pt.value for pt in Point])
+    p = sub.add_parser(
+        "explain",
+        help="why a record decided what it did; or the effective order of an agent's hooks",
+    )
+    p.add_argument(
+        "record", nargs="?", help="a record id (or its first characters, as `records` shows)"
+    )
+    add_config(p)
+    p.add_argument("--db", help="read the record from this store instead of engine.yaml's")
+    p.add_argument("--agent", help="explain this agent's hook order per point")
+    p.add_argument("--point")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=explain)
 
     p = sub.add_parser("dev", help="talk to an agent interactively; reloads on save")
-    p.add_argument("--config", default="config", help="config folder (default: config)")
+    add_config(p)
     p.add_argument("--agent", required=True)
     p.add_argument("--db", help="store for records and state (default: engine.yaml's)")
     p.set_defaults(func=dev)
@@ -57,7 +91,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "status", help="per agent: generation, last reload, last error; records lost and why"
     )
-    p.add_argument("config", nargs="?", default="config", help="config folder (default: config)")
+    add_config(p, positional=True)
     p.add_argument(
         "--db", help="read the record loss ledger from this store (default: engine.yaml's)"
     )
@@ -77,56 +111,69 @@ def register(sub: Any) -> None:
 
 
 def test(args: argparse.Namespace) -> int:
-    """Run every hook's tests; exit 1 if one fails, 2 if the config is invalid."""
-    from engine.yamltests import project_hooks, report_lines, run_hooks
+    """Run the hooks' tests (every hook, an agent's, named ones, or one file's); exit 1 if
+    one fails, 2 if the config is invalid."""
+    from engine.yamltests import project_hooks
 
-    with Engine.load(args.config, records=False, db=":memory:", live=args.live) as engine:
-        report = run_hooks(project_hooks(engine.project), engine.env)
-    say("\n".join(report_lines(report)))
-    return EXIT_OK if report.ok else EXIT_FAILED
+    target = Path(config_of(args))
+    if target.suffix in (".yaml", ".yml"):
+        return test_file(target, args)
+    with Engine.load(target, records=False, db=":memory:", live=args.live) as engine:
+        agent = agent_filter(args.agent, engine.agents)
+        project = engine.project
+        specs = list(project.agents[agent].hooks) if agent else project_hooks(project)
+        return run_and_report(chosen(specs, args.hook), engine.env, args)
+
+
+def test_file(path: Path, args: argparse.Namespace) -> int:
+    """The tests of one hook file (given as the hook's YAML or its ``.test.yaml``)."""
+    from engine.cli.hook_tool import load_engine
+
+    if path.name.endswith(".test.yaml"):
+        path = path.with_name(path.name.removesuffix(".test.yaml") + ".yaml")
+    if not path.is_file():
+        raise UsageError(f"{path}: hook file not found")
+    if args.agent:
+        raise UsageError("--agent: a hook file is tested alone; give a config folder instead")
+    with load_engine(path, agent="test", db=":memory:", live=args.live) as engine:
+        specs = list(engine.project.agents["test"].hooks)
+        return run_and_report(chosen(specs, args.hook), engine.env, args)
 
 
 # -- replay ----------------------------------------------------------------------------------
 
 
 def replay(args: argparse.Namespace) -> int:
-    """Replay recorded events; exit 0 (differences are findings, not errors)."""
+    """Replay recorded events. Differences are findings, not errors: exit 0, unless
+    ``--fail-on-diff`` and an enforced decision differs (exit 1)."""
     from engine.replay import load_records, report_lines
     from engine.replay import replay as run_replay
 
-    with Engine.load(args.config, records=False, db=args.db) as engine:
-        records = load_records(
-            engine, agent=args.agent, point=args.point, since=args.since, limit=args.limit
-        )
-        show_bar = args.progress or sys.stderr.isatty()
-        report = run_replay(engine, records, progress_bar() if show_bar else None)
+    point, since = point_filter(args.point), time_filter("--since", args.since)
+    with Engine.load(config_of(args), records=False, db=args.db) as engine:
+        agent = agent_filter(args.agent, engine.agents)
+        records = load_records(engine, agent=agent, point=point, since=since, limit=args.limit)
+        with progress_bar("replay", force=args.progress) as bar:
+            report = run_replay(engine, records, bar)
     if args.json:
         print_json(_replay_data(report))
     else:
         say("\n".join(report_lines(report, limit=args.show)))
-    return EXIT_OK
-
-
-def progress_bar(width: int = 30) -> Any:
-    """A progress callback drawing ``[#####.....] done/total`` on stderr."""
-
-    def draw(done: int, total: int) -> None:
-        if done != total and done % max(1, total // 200):
-            return  # about 200 redraws whatever the total
-        filled = width * done // max(total, 1)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-        if done == total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-    return draw
+    return EXIT_FAILED if args.fail_on_diff and report.differences else EXIT_OK
 
 
 def _replay_data(report: Any) -> dict[str, Any]:
+    from engine.replay import skip_reasons
+
     return {
         "total": report.total,
         "same": report.same,
         "skipped": report.skipped,
+        "skipped_reasons": skip_reasons(report),
+        "skips": [
+            {"id": r.id, "agent": r.agent, "point": r.point, "reason": why}
+            for r, why in report.skips
+        ],
         "kinds": dict(report.kinds),
         "shadow_before": dict(report.shadow_before),
         "shadow_after": dict(report.shadow_after),
@@ -152,16 +199,36 @@ def _replay_data(report: Any) -> dict[str, Any]:
 
 
 def explain(args: argparse.Namespace) -> int:
+    """``explain RECORD``: the record's event, each hook's part and who decided;
+    ``explain --agent A``: the agent's hook order per point, with warnings."""
+    if args.record:
+        return explain_record(args)
+    if not args.agent:
+        raise UsageError("explain: give a record id (hookengine explain 3f2a9c1e) or --agent")
     from engine.explain import as_data, explanation_lines
     from engine.explain import explain as run_explain
 
-    with Engine.load(args.config, records=False, db=":memory:") as engine:
-        point = Point(args.point) if args.point else None
-        ex = run_explain(engine.agent(args.agent).pipeline, point)
+    point = point_filter(args.point)
+    with Engine.load(config_of(args), records=False, db=":memory:") as engine:
+        agent = agent_filter(args.agent, engine.agents)
+        assert agent is not None
+        ex = run_explain(engine.agent(agent).pipeline, Point(point) if point else None)
     if args.json:
         print_json(as_data(ex))
     else:
         say("\n".join(explanation_lines(ex)))
+    return EXIT_OK
+
+
+def explain_record(args: argparse.Namespace) -> int:
+    from engine.why import explain_record as record_data
+    from engine.why import record_lines
+
+    record = find_record(store_url(config_of(args), args.db), args.record)
+    if args.json:
+        print_json(record_data(record))
+    else:
+        say("\n".join(record_lines(record)))
     return EXIT_OK
 
 
@@ -174,7 +241,7 @@ def dev(args: argparse.Namespace) -> int:
     def show(text: str) -> None:
         say(text, flush=True)
 
-    with Engine.load(args.config, db=args.db, watch=True) as engine:
+    with Engine.load(config_of(args), db=args.db, watch=True) as engine:
         if args.agent not in engine.agents:
             raise UsageError(f"no agent {args.agent!r} (loaded: {', '.join(engine.agents)})")
         session = DevSession(engine, args.agent, show)
@@ -195,8 +262,8 @@ def status(args: argparse.Namespace) -> int:
     if args.url:
         data = remote_status(args.url, args.token or os.environ.get(TOKEN_ENV, ""))
     else:
-        data = project_status(Path(args.config))
-        data["records"] = ledger_status(Path(args.config), args.db)
+        data = project_status(Path(config_of(args)))
+        data["records"] = ledger_status(Path(config_of(args)), args.db)
     if args.json:
         print_json(data)
     else:

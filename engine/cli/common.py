@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
+import difflib
 import json
 import re
 import sys
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import ConfigError, EngineError
+
+if TYPE_CHECKING:
+    from engine.store import Record
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -60,3 +67,134 @@ def run_main(prog: str, body: Any) -> int:
         return fail(prog, exc)
     except BrokenPipeError:
         return EXIT_OK
+
+
+# -- filters every command takes the same way ------------------------------------------------
+
+DURATION = re.compile(r"(\d+)\s*([smhdw])")
+"""``--since 2h``: a count and a unit (seconds, minutes, hours, days, weeks)."""
+UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def time_filter(flag: str, text: str | None, *, now: datetime | None = None) -> str | None:
+    """``--since`` / ``--until`` as the records' own time format (UTC ISO, microseconds).
+
+    Takes an ISO date or time (a time without a zone is UTC) or a duration back from now
+    (``90s``, ``15m``, ``2h``, ``7d``, ``1w``). UsageError, with examples, for anything else.
+    """
+    if text is None:
+        return None
+    duration = DURATION.fullmatch(text.strip())
+    if duration:
+        seconds = int(duration.group(1)) * UNIT_SECONDS[duration.group(2)]
+        moment = (now or datetime.now(UTC)) - timedelta(seconds=seconds)
+    else:
+        try:
+            moment = datetime.fromisoformat(text.strip())
+        except ValueError:
+            raise UsageError(
+                f"{flag} {text!r}: not a time; write an ISO time (2026-05-01, "
+                "2026-05-01T14:30:00Z) or a duration back from now (30m, 2h, 7d)"
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def point_filter(text: str | None) -> str | None:
+    """``--point``: one of the engine's points; UsageError with a suggestion otherwise."""
+    from engine.points import Point
+
+    names = [p.value for p in Point]
+    if text is None or text in names:
+        return text
+    raise UsageError(f"--point {text!r}: no such point{suggestion(text, names)}")
+
+
+def suggestion(word: str, options: list[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest option, else the list of options."""
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.5)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    return f" (one of: {', '.join(options) or 'none'})"
+
+
+def agent_filter(name: str | None, known: list[str]) -> str | None:
+    """``--agent``: an agent of the config; UsageError with a suggestion otherwise."""
+    if name is None or name in known:
+        return name
+    raise UsageError(f"--agent {name!r}: no such agent in the config{suggestion(name, known)}")
+
+
+# -- the store a command reads -----------------------------------------------------------------
+
+
+def store_url(config: str | Path, db: str | None) -> str:
+    """The store to read: ``--db`` if given, else the one ``engine.yaml`` names."""
+    if db:
+        return str(db)
+    from engine.config import load_engine_settings
+
+    root = Path(config).resolve()
+    settings, problems = load_engine_settings(root)
+    if problems:
+        raise ConfigError(problems)
+    return settings.store_url(root.parent)
+
+
+MIN_ID_CHARS = 4
+"""A record id may be shortened to its first characters, but not below this."""
+
+
+def find_record(url: str, record_id: str) -> Record:
+    """The one record whose id is ``record_id`` or begins with it; UsageError if none or
+    several do."""
+    from engine.store import RecordQuery, open_store
+
+    if len(record_id) < MIN_ID_CHARS:
+        raise UsageError(f"record id {record_id!r}: give at least {MIN_ID_CHARS} characters")
+    if "://" not in url and url != ":memory:" and not Path(url).exists():
+        raise UsageError(f"no store at {url}: nothing was recorded there yet (or pass --db)")
+    store = open_store(url)
+    try:
+        found = store.query_records(RecordQuery(id=record_id, limit=5))
+    finally:
+        store.close()
+    if not found:
+        raise UsageError(
+            f"no record {record_id!r} in {url} (see the ids with: hookengine records --db {url})"
+        )
+    if len(found) > 1 and found[0].id != record_id:
+        ids = ", ".join(r.id for r in found)
+        raise UsageError(f"record id {record_id!r} is ambiguous: {ids} (give more characters)")
+    return found[0]
+
+
+# -- naming the config folder, the same way in every command -----------------------------------
+
+DEFAULT_CONFIG = "config"
+
+
+def add_config(p: argparse.ArgumentParser, *, positional: bool = False) -> None:
+    """``--config DIR`` (and, where a command always took one, the folder as a positional)."""
+    if positional:
+        p.add_argument("where", nargs="?", metavar="CONFIG", help="config folder (or --config)")
+    p.add_argument("--config", help=f"config folder (default: {DEFAULT_CONFIG})")
+
+
+def config_of(args: argparse.Namespace) -> str:
+    """The config folder a command was given: ``--config``, the positional, or ``config``."""
+    where, flag = getattr(args, "where", None), args.config
+    if where and flag and Path(where) != Path(flag):
+        raise UsageError(f"two config folders given: {where} and --config {flag}; give one")
+    return str(where or flag or DEFAULT_CONFIG)
+
+
+def version_text() -> str:
+    """``hookengine 0.1.0``-style version of the installed package (or of the checkout)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hookengine")
+    except PackageNotFoundError:
+        return "unknown (not installed)"

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from engine.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json, run_main, say
+from engine.cli.common import EXIT_OK, UsageError, print_json, run_main, say, version_text
 from engine.cli.render import outcome_lines
+from engine.cli.testrun import add_test_options, run_and_report
 from engine.config import find_config_root, load_engine_settings, load_hook_file
 from engine.config.loader import AgentSpec, ProjectConfig
 from engine.config.models import AgentConfig, EngineSettings
@@ -27,6 +28,7 @@ VERBS = {
     "tool": (2, "run tool_call with NAME and a JSON object of input"),
     "result": (3, "run tool_result with NAME, JSON input and a JSON result"),
     "feedback": (2, "run feedback with TURN_ID and like|dislike"),
+    "call": (1, "run before_call with a JSON object of instruction, messages, tools, settings"),
     "test": (0, "run the hook's YAML tests (tests: and <name>.test.yaml); exit 1 on failure"),
 }
 
@@ -40,7 +42,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("hook", help="the hook's YAML file")
     p.add_argument("verb", choices=list(VERBS), help="what to run")
     p.add_argument("args", nargs="*", help="the verb's arguments")
-    p.add_argument("--db", help="put the hook's store (and records) in this file or URL")
+    p.add_argument(
+        "--db",
+        help="put the hook's store (and records) in this file or URL "
+        "(default: a scratch store in memory, so the project's records stay clean)",
+    )
+    p.add_argument(
+        "--config",
+        help="take engine settings from this config folder "
+        "(default: the nearest one above the hook)",
+    )
     p.add_argument(
         "--live",
         action="store_true",
@@ -51,6 +62,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--user", help="user_id in the scope")
     p.add_argument("--session", help="session_id in the scope")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--version", action="version", version=f"%(prog)s {version_text()}")
+    test_options = p.add_argument_group("options of the test verb")
+    add_test_options(test_options)
     return p
 
 
@@ -75,7 +89,10 @@ def _run(args: argparse.Namespace) -> int:
         return _info(path, args)
     if args.verb == "test":
         return _test(path, args)
-    with load_engine(path, agent=args.agent, db=args.db, live=args.live, one_shot=True) as engine:
+    db = args.db or SCRATCH_STORE
+    with load_engine(
+        path, agent=args.agent, db=db, live=args.live, one_shot=True, config=args.config
+    ) as engine:
         outcomes = _evaluate(engine.agent(args.agent), args)
         engine.flush()
     if args.json:
@@ -93,15 +110,27 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+SCRATCH_STORE = ":memory:"
+"""Where a run keeps its records and state unless ``--db`` names a store: trying a hook
+never mixes into the project's records (each run starts from an empty store)."""
+
+
 def load_engine(
-    path: Path, *, agent: str, db: str | None, live: bool, one_shot: bool = False
+    path: Path,
+    *,
+    agent: str,
+    db: str | None,
+    live: bool,
+    one_shot: bool = False,
+    config: str | None = None,
 ) -> Engine:
     """An engine whose one agent has just the hook at ``path`` (no host layer).
 
-    ``one_shot``: the engine evaluates once and exits (``OneShotEngine``).
+    ``one_shot``: the engine evaluates once and exits (``OneShotEngine``). ``config``: the
+    folder whose ``engine.yaml`` applies (default: the nearest config folder above the hook).
     """
     spec, problems = load_hook_file(path)
-    root = find_config_root(path.resolve().parent)
+    root = _config_root(path, config)
     settings, found = load_engine_settings(root) if root else (EngineSettings(), [])
     if problems or found or spec is None:
         raise ConfigError(problems + found)
@@ -162,6 +191,15 @@ class OneShotEngine(Engine):
                 store.full()
 
 
+def _config_root(path: Path, config: str | None) -> Path | None:
+    if config is None:
+        return find_config_root(path.resolve().parent)
+    root = Path(config)
+    if not root.is_dir():
+        raise UsageError(f"--config {config}: config folder not found")
+    return root.resolve()
+
+
 def _record_only(hook: Any) -> bool:
     """Whether ``hook`` touches no store when it runs (the pipeline writes its record)."""
     if hook.kind == "script_hook":
@@ -199,18 +237,35 @@ def _evaluate(agent: Agent, args: argparse.Namespace) -> list[Outcome]:
         if not isinstance(data, dict):
             raise UsageError("the tool input must be a JSON object")
         return [agent.tool_result(a[0], data, _json_arg(a[2], "the tool result"), **scope)]
+    if args.verb == "call":
+        return [agent.before_call(**_call_fields(a[0]), **scope)]
     if a[1] not in ("like", "dislike"):
         raise UsageError("feedback rating must be like or dislike")
     return [agent.feedback(a[0], a[1], **scope)]
 
 
-def _test(path: Path, args: argparse.Namespace) -> int:
-    from engine.yamltests import report_lines, run_hooks
+CALL_FIELDS = ("instruction", "messages", "tools", "settings")
 
-    with load_engine(path, agent=args.agent, db=":memory:", live=args.live) as engine:
-        report = run_hooks(engine.project.agents[args.agent].hooks, engine.env)
-    say("\n".join(report_lines(report)))
-    return EXIT_OK if report.ok else EXIT_FAILED
+
+def _call_fields(text: str) -> dict[str, Any]:
+    """The ``call`` verb's JSON object: any of instruction, messages, tools, settings."""
+    data = _json_arg(text, "the call")
+    example = '\'{"instruction": "Be brief.", "messages": [{"role": "user", "content": "hi"}]}\''
+    if not isinstance(data, dict):
+        raise UsageError(f"the call must be a JSON object, e.g. {example}")
+    unknown = sorted(set(data) - set(CALL_FIELDS))
+    if unknown:
+        raise UsageError(
+            f"the call: unknown field {unknown[0]!r} (fields: {', '.join(CALL_FIELDS)})"
+        )
+    return data
+
+
+def _test(path: Path, args: argparse.Namespace) -> int:
+    with load_engine(
+        path, agent=args.agent, db=":memory:", live=args.live, config=args.config
+    ) as engine:
+        return run_and_report(list(engine.project.agents[args.agent].hooks), engine.env, args)
 
 
 def _info(path: Path, args: argparse.Namespace) -> int:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from engine.outcome import Outcome
@@ -58,3 +61,29 @@ def _decision_lines(out: Outcome) -> list[str]:
     if len(lines) == 0:
         lines.append("  => no change")
     return lines
+
+
+@contextmanager
+def progress_bar(
+    label: str, *, force: bool = False, unit: str = "records"
+) -> Iterator[Callable[[int, int], None]]:
+    """A ``progress(done, total)`` callback drawing a bar on stderr when it is a terminal (or
+    with ``force``); on a pipe it draws nothing, so logs and CI output stay clean."""
+    if not (force or sys.stderr.isatty()):
+        yield lambda _done, _total: None
+        return
+    from tqdm import tqdm
+
+    bar: tqdm[Any] | None = None
+
+    def advance(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc=label, unit=f" {unit}", file=sys.stderr, leave=True)
+        bar.update(done - bar.n)
+
+    try:
+        yield advance
+    finally:
+        if bar is not None:
+            bar.close()

@@ -85,6 +85,8 @@ class RecordQuery(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    id: str | None = None
+    """A record id, or its first characters (``hookengine records`` shows eight)."""
     agent: str | None = None
     point: str | None = None
     scope: str | None = None

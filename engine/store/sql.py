@@ -140,6 +140,8 @@ class SqlStore(FaqTables, MemoryTables, StateTables):
     def query_records(self, query: RecordQuery) -> list[Record]:
         t = records_table
         stmt = sa.select(t.c.data)
+        if query.id:
+            stmt = stmt.where(t.c.id.startswith(query.id, autoescape=True))
         if query.agent:
             stmt = stmt.where(t.c.agent == query.agent)
         if query.point:
