@@ -10,14 +10,18 @@ from engine.store.records import HookRun, Record
 
 
 def deciding_hooks(record: Record) -> tuple[list[str], str]:
-    """The hooks that decided ``record``'s outcome, and how they did, in one phrase.
+    """The hooks that decided ``record``'s outcome, and how they did, in one phrase."""
+    return deciders(record.hooks, record.outcome)
+
+
+def deciders(hooks: list[HookRun], outcome: dict[str, Any]) -> tuple[list[str], str]:
+    """The hooks that decided an outcome (``Outcome.decision()`` or a record's), and how.
 
     A block is decided by the first enforced hook whose change blocks, else by the first
     enforced hook that failed (a failure refuses at ``tool_call``, and elsewhere by its
     ``on_error``). Otherwise every enforced hook that changed something decided together.
     """
-    enforced = [run for run in record.hooks if run.mode == "enforce"]
-    outcome = record.outcome
+    enforced = [run for run in hooks if run.mode == "enforce"]
     if outcome.get("input_error"):
         return [], f"refused before any hook ran: {outcome['input_error']}"
     if outcome.get("blocked"):
@@ -29,9 +33,10 @@ def deciding_hooks(record: Record) -> tuple[list[str], str]:
             return failed[:1], f"blocked because {failed[0]} failed: {outcome.get('reason')}"
         return [], f"blocked: {outcome.get('reason')}"
     changers = [run.name for run in enforced if run.change]
+    failed = [f"{run.name} failed ({run.cause}), ignored" for run in enforced if run.error]
     if changers:
-        return changers, f"changed by {', '.join(changers)}"
-    return [], "no hook changed anything: allowed as asked"
+        return changers, "; ".join([f"changed by {', '.join(changers)}", *failed])
+    return [], "; ".join(failed or ["no hook changed anything: allowed as asked"])
 
 
 def explain_record(record: Record) -> dict[str, Any]:
@@ -108,4 +113,4 @@ def _text(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-__all__ = ["deciding_hooks", "explain_record", "record_lines"]
+__all__ = ["deciders", "deciding_hooks", "explain_record", "record_lines"]

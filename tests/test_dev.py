@@ -117,3 +117,72 @@ def test_the_console_script_reloads_while_reading_stdin(
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+def event(ok: bool, generation: int, *, swapped: bool = False, problem: str = "") -> Any:
+    from engine.errors import Problem
+    from engine.reload import ReloadEvent
+
+    problems = (Problem("agents/a/hooks/guard.yaml", 4, "oops", problem),) if problem else ()
+    return ReloadEvent(
+        "a",
+        ok,
+        generation,
+        "2026-01-01T00:00:00+00:00",
+        swapped=swapped,
+        changes=("guard: changed",) if swapped else (),
+        problems=problems,
+        files=("agents/a/hooks/guard.yaml",),
+    )
+
+
+@pytest.mark.usefixtures("guard_kind")
+def test_each_reload_is_printed_once_and_a_fixed_file_is_announced(session: Any) -> None:
+    redraws: list[int] = []
+    session._redraw = lambda: redraws.append(1)
+    session._on_reload(event(True, 1, swapped=True))
+    session._on_reload(event(True, 1, swapped=True))  # the same save, heard twice
+    session._on_reload(event(False, 1, problem="unknown field"))
+    session._on_reload(event(False, 1, problem="unknown field"))
+    session._on_reload(event(True, 1))  # the file is back as it was: fixed, nothing swapped
+    text = said(session)
+    assert text.count("reloaded a: generation 1") == 1
+    assert text.count("reload of a refused") == 1
+    assert text.endswith(
+        "[reload] fixed: agents/a/hooks/guard.yaml loads again; generation 1 is live"
+    )
+    assert len(redraws) == 3  # the prompt is drawn again after each message printed
+    assert all(line.startswith("\r") for line in session.lines if "[reload]" in line)
+
+
+@pytest.mark.usefixtures("guard_kind")
+def test_a_broken_file_fixed_on_disk_is_announced(session: Any) -> None:
+    guard = guard_file(session.engine.project.root)
+    guard.write_text(GUARD.format(forbidden="[shell]") + "oops: 1\n")
+    wait_until(lambda: "[reload] reload of a refused" in said(session))
+    guard.write_text(GUARD.format(forbidden="[shell]"))
+    wait_until(lambda: "[reload] fixed: " in said(session))
+    assert "generation 1 is live" in said(session)
+
+
+@pytest.mark.usefixtures("guard_kind")
+def test_every_shown_outcome_names_the_deciding_hook(session: Any) -> None:
+    guard_file(session.engine.project.root).write_text(GUARD.format(forbidden="[shell]"))
+    session.engine.reload_agent("a")
+    session.handle('tool shell {"command": "ls"}')
+    assert "  => blocked by guard: shell is forbidden" in said(session)
+    session.handle('tool read_file {"path": "a"}')
+    assert "  => no hook changed anything: allowed as asked" in said(session)
+    session.handle("my iphone is broken")
+    assert "  => changed by esc" in said(session)
+
+
+@pytest.mark.usefixtures("guard_kind")
+def test_an_unknown_command_is_refused_with_the_list_of_commands(session: Any) -> None:
+    assert session.handle(":stauts")
+    assert said(session) == (
+        "unknown command :stauts (did you mean ':status'?); "
+        "commands: :status, :explain, :reload, :help, :quit"
+    )
+    session.handle(":help")
+    assert "type a message to run a turn" in said(session)

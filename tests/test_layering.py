@@ -24,6 +24,7 @@ LAYERS: list[set[str]] = [
         "reload_events",
         "reload_reads",
         "reload_watch",
+        "reload_log",
         "replay",
         "explain",
         "why",

@@ -121,7 +121,9 @@ def test(args: argparse.Namespace) -> int:
     with Engine.load(target, records=False, db=":memory:", live=args.live) as engine:
         agent = agent_filter(args.agent, engine.agents)
         project = engine.project
-        specs = list(project.agents[agent].hooks) if agent else project_hooks(project)
+        specs = project_hooks(project)
+        if agent:  # an agent's hooks: its own and the host layer's, which run after them
+            specs = [*project.agents[agent].hooks, *project.host_hooks]
         return run_and_report(chosen(specs, args.hook), engine.env, args)
 
 
@@ -236,17 +238,17 @@ def explain_record(args: argparse.Namespace) -> int:
 
 
 def dev(args: argparse.Namespace) -> int:
-    from engine.cli.dev import DevSession, run
+    from engine.cli.dev import DevSession, draw_prompt, run
 
     def show(text: str) -> None:
         say(text, flush=True)
 
     with Engine.load(config_of(args), db=args.db, watch=True) as engine:
-        if args.agent not in engine.agents:
-            raise UsageError(f"no agent {args.agent!r} (loaded: {', '.join(engine.agents)})")
-        session = DevSession(engine, args.agent, show)
+        agent_filter(args.agent, engine.agents)
+        tty = sys.stdin.isatty()
+        session = DevSession(engine, args.agent, show, redraw=draw_prompt if tty else None)
         try:
-            run(session, sys.stdin, prompt=sys.stdin.isatty())
+            run(session, sys.stdin, prompt=tty)
         finally:
             session.close()
     return EXIT_OK

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from engine.cli.common import EXIT_OK, EXIT_USAGE
+from engine.cli.common import EXIT_OK, EXIT_USAGE, add_config, config_of
 from engine.runtime import Engine
 
 
@@ -16,10 +16,14 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "serve", help="run the decision and admin HTTP service (127.0.0.1 by default)"
     )
-    p.add_argument("--config", default="config", help="config folder (default: config)")
+    add_config(p)
     p.add_argument("--host", help="address to bind (default: http.host, 127.0.0.1)")
     p.add_argument("--port", type=int, help="port to bind (default: http.port, 8765)")
-    p.add_argument("--watch", action="store_true", help="reload agents when their files change")
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="reload agents when their files change; each reload is logged on stderr",
+    )
     p.add_argument("--db", help="use this store instead of engine.yaml's")
     p.add_argument(
         "--no-auth",
@@ -32,7 +36,9 @@ def register(sub: Any) -> None:
 def serve(args: argparse.Namespace) -> int:
     from engine.http import serve as run
 
-    with Engine.load(args.config, watch=args.watch, db=args.db) as engine:
+    with Engine.load(config_of(args), watch=args.watch, db=args.db) as engine:
+        if args.watch:
+            log_reloads(engine)
         http = engine.settings.http
         host = args.host or http.host
         refusal = start_refusal(http, host, no_auth=args.no_auth)
@@ -41,6 +47,16 @@ def serve(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         run(engine, host, args.port, no_auth=args.no_auth)
     return EXIT_OK
+
+
+def log_reloads(engine: Engine) -> None:
+    """Print each successful reload (generation, files, hash) on stderr, as it goes live."""
+    from engine.reload_log import ReloadLog, entry_line
+
+    def show(entry: dict[str, Any]) -> None:
+        print(f"hookengine serve: {entry_line(entry)}", file=sys.stderr, flush=True)
+
+    ReloadLog.of(engine).listeners.append(show)
 
 
 def start_refusal(http: Any, host: str, *, no_auth: bool) -> str | None:

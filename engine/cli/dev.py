@@ -14,20 +14,34 @@ from engine.explain import explain, explanation_lines
 from engine.outcome import Outcome
 from engine.reload import ReloadEvent
 from engine.runtime import Engine
+from engine.why import deciders
 
-HELP = """type a message to run a turn (offline answers), or:
-  tool NAME {json}           run tool_call (e.g. tool delete_file {"path": "a.txt"})
-  result NAME {json} JSON    run tool_result with an input and a result
-  :status  :explain  :reload  :help  :quit"""
+COMMANDS = (":status", ":explain", ":reload", ":help", ":quit")
+HELP = f"""type a message to run a turn (offline answers), or:
+  tool NAME {{json}}           run tool_call (e.g. tool delete_file {{"path": "a.txt"}})
+  result NAME {{json}} JSON    run tool_result with an input and a result
+  {"  ".join(COMMANDS)}"""
+PROMPT = "> "
 
 
 class DevSession:
     """One agent, one scope; prints what each point decided and every reload of the agent."""
 
-    def __init__(self, engine: Engine, agent: str, say: Callable[[str], None] = common.say) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        agent: str,
+        say: Callable[[str], None] = common.say,
+        *,
+        redraw: Callable[[], None] | None = None,
+    ) -> None:
         self.engine = engine
         self.agent = engine.agent(agent)
         self._say, self._lock = say, threading.Lock()
+        self._redraw = redraw
+        """Draws the prompt again after a reload message (on a terminal)."""
+        self._last_reload: tuple[Any, ...] | None = None
+        self._broken = False
         self.scope: dict[str, Any] = {"user_id": "dev", "session_id": "dev-session"}
         assert engine.reloader is not None
         self._unsubscribe = engine.reloader.subscribe(self._on_reload)
@@ -37,8 +51,29 @@ class DevSession:
             self._say(text)
 
     def _on_reload(self, event: ReloadEvent) -> None:
-        if event.agent == self.agent.name and (event.swapped or not event.ok):
-            self.say("\n".join(f"[reload] {line}" for line in event.lines()))
+        if event.agent != self.agent.name:
+            return
+        lines = self.reload_lines(event)
+        if lines:
+            # on a terminal the prompt is on the line: write over it, then draw it again
+            start = "\r" if self._redraw is not None else ""
+            self.say(start + "\n".join(f"[reload] {line}" for line in lines))
+            if self._redraw is not None:
+                self._redraw()
+
+    def reload_lines(self, event: ReloadEvent) -> list[str]:
+        """What to print of a reload: each outcome once (a save often fires twice), and a
+        line when a refused file loads again."""
+        key = (event.ok, event.generation, tuple(str(p) for p in event.problems))
+        with self._lock:
+            if key == self._last_reload or (event.ok and not event.swapped and not self._broken):
+                return []
+            self._last_reload, was_broken, self._broken = key, self._broken, not event.ok
+        if not (event.ok and was_broken):
+            return event.lines()
+        files = ", ".join(event.files) or "the config"
+        fixed = f"fixed: {files} loads again; generation {event.generation} is live"
+        return [fixed, *event.lines()[1:]] if event.swapped else [fixed]
 
     def handle(self, line: str) -> bool:
         """Run one input line; False when the session should end."""
@@ -67,8 +102,11 @@ class DevSession:
             self.say("\n".join(explanation_lines(explain(self.agent.pipeline))))
         elif name == "reload":
             self.engine.reload_agent(self.agent.name)
-        else:
+        elif name == "help":
             self.say(HELP)
+        else:
+            hint = common.suggestion(f":{name}", list(COMMANDS)).strip()
+            self.say(f"unknown command :{name} {hint}; commands: {', '.join(COMMANDS)}")
         return True
 
     def _tool(self, line: str) -> None:
@@ -108,7 +146,10 @@ class DevSession:
     def show(self, out: Outcome) -> Outcome:
         """Print the outcome when something happened (a change, a block, a shadow decision)."""
         if out.changed or out.blocked or out.shadow or out.failed or out.point == "tool_call":
-            self.say("\n".join(outcome_lines(out, verbose=False)))
+            _names, summary = deciders(
+                out.hooks, {**out.decision(), "input_error": out.input_error}
+            )
+            self.say("\n".join([*outcome_lines(out, verbose=False), f"  => {summary}"]))
         return out
 
     def close(self) -> None:
@@ -125,4 +166,8 @@ def run(session: DevSession, lines: Iterable[str], *, prompt: bool = False) -> N
         if not session.handle(line):
             break
         if prompt:
-            common.say("> ", end="", flush=True)
+            draw_prompt()
+
+
+def draw_prompt() -> None:
+    common.say(PROMPT, end="", flush=True)

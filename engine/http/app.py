@@ -24,6 +24,7 @@ from engine.http.errors import (
     summarize,
 )
 from engine.http.limits import BodyLimit, HeadLimit, InFlightLimit, TokenGate
+from engine.reload_log import ReloadLog
 from engine.store import Store
 
 log = logging.getLogger("engine.http")
@@ -253,12 +254,15 @@ def admin_router(engine: Any) -> APIRouter:
         generations = {name: engine.agent(name).pipeline.generation for name in names}
         return ReadyOut(status="ready", agents=generations)
 
+    reloads = ReloadLog.of(engine)  # from now on: the reloads this service ran
+
     @api.get("/v1/status", responses=ADMIN_ERRORS, dependencies=admin)
     def status() -> dict[str, Any]:
         """Per agent: reload generation, hook versions, last reload error (file and line);
         the reload watcher's health (alive, stalled, errors, restarts, last event); the
-        sandbox pool; the record writer's counters (written, dropped by cause, last error)."""
-        return dict(engine.status())
+        sandbox pool; the record writer's counters (written, dropped by cause, last error);
+        ``reloads``: the newest successful reloads (time, agent, generation, files, hash)."""
+        return {**engine.status(), "reloads": reloads.entries()}
 
     @api.get(
         "/v1/memory/{scope}", response_model=MemoryOut, responses=ADMIN_ERRORS, dependencies=admin
