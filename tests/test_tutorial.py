@@ -23,10 +23,13 @@ from tests.conftest import REPO
 
 PAGE = (REPO / "docs" / "index.md").read_text()
 TUTORIAL = PAGE.split("## A first agent in five minutes", 1)[1].split("\n## Concepts", 1)[0]
-TIME = re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+\+00:00")
-HASH = re.compile(r"[0-9a-f]{12,}")
-MILLISECONDS = re.compile(r"\d+\.\d+ ms")
-RECORD = re.compile(r"record ([0-9a-f]{8})")
+TOKENS = re.compile(
+    r"(?P<time>\d{4}-\d\d-\d\dT[\d:.]+\+00:00)|(?P<hash>[0-9a-f]{12,})"
+    r"|(?P<duration>\d+\.\d+ ?m?s\b)|(?P<id>\b[0-9a-f]{8}\b)"
+)
+"""What differs from run to run: times, hashes (of a hook's file: per language), durations,
+and record ids (8 characters)."""
+ANY = {"time": r"[\d\-T:.+]+", "hash": r"[0-9a-f]{12,}", "duration": r"\d+\.\d+ ?m?s"}
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1", "COLUMNS": "200"}
 
 
@@ -108,7 +111,20 @@ class Reader:
         )
         expected_code = 1 if "--fail-on-diff" in command else 0
         assert done.returncode == expected_code, f"{command}\n{done.stdout}\n{done.stderr}"
-        assert_shows(done.stdout, [self.with_ids(line) for line in lines[1:]])
+        self.assert_shows(done.stdout, lines[1:])
+
+    def assert_shows(self, output: str, expected: list[str]) -> None:
+        """Each line the page shows is a line of the output, in order."""
+        printed = [line.rstrip() for line in output.splitlines()]
+        at = 0
+        for line in expected:
+            regex, shown = self.pattern(line.rstrip())
+            found = next(
+                (n for n in range(at, len(printed)) if re.fullmatch(regex, printed[n])), None
+            )
+            assert found is not None, f"{line!r} not printed (in order) in:\n{output}"
+            self.learn(shown, re.fullmatch(regex, printed[found]))  # type: ignore[arg-type]
+            at = found + 1
 
     def talk(self, lines: list[str]) -> None:
         """Drive `dev`: `> text` is typed; every other line must be printed, in order."""
@@ -122,33 +138,34 @@ class Reader:
                     assert self.dev.exitstatus == 0
                     self.dev = None
                 continue
-            found = RECORD.search(line)
-            if found:
-                before, after = line[: found.start()], line[found.end() :]
-                self.dev.expect(re.escape(before) + r"record ([0-9a-f]{8})" + re.escape(after))
-                self.ids[found.group(1)] = self.dev.match.group(1)
+            regex, shown = self.pattern(line)
+            self.dev.expect(regex)
+            self.learn(shown, self.dev.match)
+
+    def pattern(self, line: str) -> tuple[str, list[str]]:
+        """A regex for a line the page shows, and the record ids it will learn from a match:
+        an id seen before must be the same record, a new one is any id."""
+        parts, pos, learn = [], 0, []
+        for token in TOKENS.finditer(line):
+            parts.append(re.escape(line[pos : token.start()]))
+            kind, text = token.lastgroup or "", token.group()
+            if kind != "id":
+                parts.append(ANY[kind])
+            elif text in self.ids:
+                parts.append(self.ids[text])
             else:
-                self.dev.expect(HASH.sub("[0-9a-f]{12,}", re.escape(line)))
+                parts.append("([0-9a-f]{8})")
+                learn.append(text)
+            pos = token.end()
+        return "".join(parts) + re.escape(line[pos:]), learn
+
+    def learn(self, shown: list[str], match: re.Match[str]) -> None:
+        self.ids.update(zip(shown, match.groups(), strict=True))
 
     def with_ids(self, text: str) -> str:
         for shown, real in self.ids.items():
             text = text.replace(shown, real)
         return text
-
-
-def same_but_times(line: str) -> str:
-    """A line with its times, durations and hashes blanked: they differ on every run."""
-    return MILLISECONDS.sub("<ms>", HASH.sub("<hash>", TIME.sub("<time>", line.rstrip())))
-
-
-def assert_shows(output: str, expected: list[str]) -> None:
-    """Each expected line is a line of the output, in order (times may differ)."""
-    seen = [same_but_times(line) for line in output.splitlines()]
-    at = 0
-    for line in expected:
-        wanted = same_but_times(line)
-        assert wanted in seen[at:], f"{wanted!r} not printed (in order) in:\n{output}"
-        at = seen.index(wanted, at) + 1
 
 
 def _indent(code: str) -> str:
@@ -167,7 +184,7 @@ def test_the_tutorial_runs_exactly_as_written(tmp_path: Path, language: str) -> 
             reader.dev.close(force=True)
     assert reader.dev is None, "the tutorial leaves dev running"
     assert (tmp_path / "data" / "hookengine.db").is_file(), "records are not where it says"
-    assert len(reader.ids) == 2, "dev printed the record ids the tutorial uses"
+    assert len(reader.ids) == 4, "the record ids the tutorial shows were all printed"
 
 
 def test_the_tutorial_shows_both_languages_and_the_whole_loop() -> None:
@@ -175,8 +192,15 @@ def test_the_tutorial_shows_both_languages_and_the_whole_loop() -> None:
     shell = "\n".join(body for language, body in blocks if language == "sh")
     console = "\n".join(body for language, body in blocks if language == "console")
     assert "language: javascript" in shell and "language: python" in shell
-    assert "no_deletes.test.yaml" in shell and "hookengine test" in shell
-    for command in ("hookengine dev", "replay --config myconfig", "--fail-on-diff", "explain "):
+    assert "no_deletes.test.yaml" in shell
+    for command in (
+        "hookengine test",
+        "hookengine records",
+        "hookengine dev",
+        "replay --config myconfig",
+        "--fail-on-diff",
+        "explain ",
+    ):
         assert command in console, command
 
 
