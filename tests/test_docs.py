@@ -106,3 +106,7 @@ def test_docs_exist_and_link_nothing_missing(doc: str) -> None:
         assert path.is_file(), f"{doc} links to missing {target}"
         if anchor:
             assert anchor in anchors(path.read_text()), f"{doc} links to missing #{anchor}"
+
+
+def test_every_page_in_docs_is_link_checked() -> None:
+    assert sorted(path.name for path in DOCS.glob("*.md")) == sorted(DOC_FILES)
