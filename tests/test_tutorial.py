@@ -139,7 +139,7 @@ class Reader:
                     self.dev = None
                 continue
             regex, shown = self.pattern(line)
-            self.dev.expect(regex)
+            self.dev.expect(r"(?:^|[\r\n])(?:> )?" + regex + r"\r\n")  # a whole line
             self.learn(shown, self.dev.match)
 
     def pattern(self, line: str) -> tuple[str, list[str]]:
