@@ -134,3 +134,27 @@ def test_every_schema_is_valid_and_documented() -> None:
     for path in sorted(SCHEMAS.glob("*.json")):
         jsonschema.Draft202012Validator.check_schema(json.loads(path.read_text()))
         assert f"schemas/{path.name}" in cli, f"docs/cli.md does not link {path.name}"
+
+
+def test_the_ci_snippet_in_the_docs_turns_problems_into_annotations(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.conftest import console
+
+    cli = (REPO / "docs/cli.md").read_text()
+    snippet = cli.split("a CI step that fails on a check problem and lists them:\n\n```sh\n")[1]
+    snippet = snippet.split("```")[0]
+    root = copy_demo(tmp_path)
+    (root / "agents/demo/hooks/city_hint.yaml").write_text("kind: inject\nname: x\nbogus: 1\n")
+    bin_dir = str(console("hookengine").parent)
+    done = subprocess.run(
+        ["bash", "-c", snippet],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": str(REPO)},
+    )
+    assert done.stdout.startswith(
+        "::error file=config/agents/demo/hooks/city_hint.yaml,line=3::"
+    ), done.stderr

@@ -239,3 +239,47 @@ def test_records_of_unknown_agents_are_skipped(
     engine = load(demo, db=db, records=False)
     report = replay(engine, load_records(engine))
     assert report.skipped == report.total == 1
+
+
+def test_on_a_terminal_replay_draws_a_progress_bar(tmp_path: Path) -> None:
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import termios
+
+    from tests.conftest import REPO, console
+
+    demo = copy_demo(tmp_path / "plain")  # the demo's own hooks: the process knows their kinds
+    db = str(tmp_path / "traffic.db")
+    with Engine.load(demo, db=db) as engine:
+        record_traffic(engine, 3)
+    leader, follower = pty.openpty()
+    # a new pty is 0 columns wide, where tqdm draws nothing; a terminal has a width
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    try:
+        done = subprocess.run(
+            [str(console("hookengine")), "replay", "--config", str(demo), "--db", db],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
+        os.close(follower)
+        drawn = b""
+        while chunk := _read(leader):
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0 and b"replayed" in done.stdout
+    assert b"replay: 100%" in drawn and b"records" in drawn
+
+
+def _read(fd: int) -> bytes:
+    import os
+
+    try:
+        return os.read(fd, 4096)
+    except OSError:  # the terminal closed: everything was read
+        return b""

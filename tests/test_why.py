@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from engine import Engine
 from engine.cli.hookengine import main as hookengine
 from engine.store.records import HookRun, Record
 from engine.why import deciding_hooks
-from tests.conftest import copy_demo
+from tests.conftest import REPO, copy_demo
 
 
 @pytest.fixture
@@ -55,7 +56,7 @@ def test_explain_json_has_the_event_each_hook_and_who_decided(
 def test_records_id_prints_one_record_in_full(
     recorded: tuple[Path, str, dict[str, str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root, db, ids = recorded
+    _root, db, ids = recorded
     assert hookengine(["records", "--db", db, "--id", ids["blocked"][:6], "--json"]) == 0
     (record,) = json.loads(capsys.readouterr().out)
     assert record["id"] == ids["blocked"] and record["outcome"]["blocked"] is True
@@ -74,7 +75,7 @@ def test_an_unknown_record_id_is_an_error(
     record_id: str,
     message: str,
 ) -> None:
-    root, db, _ids = recorded
+    _root, db, _ids = recorded
     assert hookengine(["explain", record_id, "--db", db]) == 2
     assert f"hookengine: error: {message}" in capsys.readouterr().err
     assert hookengine(["records", "--id", record_id, "--db", db]) == 2
@@ -109,3 +110,37 @@ def test_records_with_an_unknown_agent_is_an_error_but_a_known_one_with_none_is_
     assert "did you mean 'demo'?" in capsys.readouterr().err
     assert hookengine(["records", "--config", str(root), "--db", db, "--point", "feedback"]) == 0
     assert "no records match" in capsys.readouterr().out
+
+
+VOLATILE = [
+    (re.compile(r"\b[0-9a-f]{32}\b"), "<id>"),
+    (re.compile(r"\b[0-9a-f]{8}\b"), "<id>"),
+    (re.compile(r"\d{4}-\d\d-\d\dT[\d:.]+\+00:00"), "<time>"),
+    (re.compile(r"\d+\.\d\d ms"), "<ms>"),
+]
+
+
+def normalized(text: str) -> str:
+    for pattern, stand_in in VOLATILE:
+        text = pattern.sub(stand_in, text)
+    return text
+
+
+def test_the_explain_example_in_the_docs_is_the_real_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = (REPO / "docs/cli.md").read_text()
+    example = docs.split("$ hookengine explain 9030dc02\n", 1)[1].split("```", 1)[0]
+    root, db = copy_demo(tmp_path), str(tmp_path / "demo.db")
+    assert hookengine(["demo", "--config", str(root), "--db", db]) == 0
+    records = json.loads(_out(capsys, ["records", "--db", db, "--point", "tool_call", "--json"]))
+    (blocked,) = [r for r in records if r["event"]["name"] == "delete_file"]
+    assert normalized(_out(capsys, ["explain", blocked["id"][:8], "--db", db])) == normalized(
+        example
+    )
+
+
+def _out(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    capsys.readouterr()
+    assert hookengine(argv) == 0
+    return capsys.readouterr().out

@@ -1,4 +1,5 @@
-"""``hookengine test``, ``replay``, ``explain``, ``dev`` and ``status``: operating hooks safely."""
+"""``hookengine test``, ``replay``, ``explain``, ``dev`` and ``status``: operating hooks safely
+(``test`` runs in engine/cli/testrun.py)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from engine.cli.common import (
     time_filter,
 )
 from engine.cli.render import progress_bar
-from engine.cli.testrun import add_test_options, chosen, run_and_report
+from engine.cli.testrun import add_test_options, test
 from engine.config import agent_names, load_project
 from engine.errors import ConfigError, StoreError
 from engine.points import Point
@@ -105,41 +106,6 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=status)
-
-
-# -- test ------------------------------------------------------------------------------------
-
-
-def test(args: argparse.Namespace) -> int:
-    """Run the hooks' tests (every hook, an agent's, named ones, or one file's); exit 1 if
-    one fails, 2 if the config is invalid."""
-    from engine.yamltests import project_hooks
-
-    target = Path(config_of(args))
-    if target.suffix in (".yaml", ".yml"):
-        return test_file(target, args)
-    with Engine.load(target, records=False, db=":memory:", live=args.live) as engine:
-        agent = agent_filter(args.agent, engine.agents)
-        project = engine.project
-        specs = project_hooks(project)
-        if agent:  # an agent's hooks: its own and the host layer's, which run after them
-            specs = [*project.agents[agent].hooks, *project.host_hooks]
-        return run_and_report(chosen(specs, args.hook), engine.env, args)
-
-
-def test_file(path: Path, args: argparse.Namespace) -> int:
-    """The tests of one hook file (given as the hook's YAML or its ``.test.yaml``)."""
-    from engine.cli.hook_tool import load_engine
-
-    if path.name.endswith(".test.yaml"):
-        path = path.with_name(path.name.removesuffix(".test.yaml") + ".yaml")
-    if not path.is_file():
-        raise UsageError(f"{path}: hook file not found")
-    if args.agent:
-        raise UsageError("--agent: a hook file is tested alone; give a config folder instead")
-    with load_engine(path, agent="test", db=":memory:", live=args.live) as engine:
-        specs = list(engine.project.agents["test"].hooks)
-        return run_and_report(chosen(specs, args.hook), engine.env, args)
 
 
 # -- replay ----------------------------------------------------------------------------------

@@ -74,7 +74,7 @@ def progress_bar(
         return
     from tqdm import tqdm
 
-    bar: tqdm[Any] | None = None
+    bar: Any = None
 
     def advance(done: int, total: int) -> None:
         nonlocal bar

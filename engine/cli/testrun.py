@@ -6,8 +6,17 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json, say
+from engine.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    UsageError,
+    agent_filter,
+    config_of,
+    print_json,
+    say,
+)
 from engine.cli.render import progress_bar
+from engine.runtime import Engine
 
 if TYPE_CHECKING:
     from engine.config.loader import HookSpec
@@ -15,7 +24,7 @@ if TYPE_CHECKING:
     from engine.yamltests import Report
 
 
-def add_test_options(p: argparse.ArgumentParser) -> None:
+def add_test_options(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """The options both test commands take."""
     p.add_argument("-k", dest="pattern", help="run only tests whose '<hook>: <name>' holds this")
     p.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML")
@@ -23,6 +32,38 @@ def add_test_options(p: argparse.ArgumentParser) -> None:
         "--require-tests", action="store_true", help="fail (exit 1) if a hook has no tests"
     )
     p.add_argument("--progress", action="store_true", help="progress bar even without a tty")
+
+
+def test(args: argparse.Namespace) -> int:
+    """Run the hooks' tests (every hook, an agent's, named ones, or one file's); exit 1 if
+    one fails, 2 if the config is invalid."""
+    from engine.yamltests import project_hooks
+
+    target = Path(config_of(args))
+    if target.suffix in (".yaml", ".yml"):
+        return test_file(target, args)
+    with Engine.load(target, records=False, db=":memory:", live=args.live) as engine:
+        agent = agent_filter(args.agent, engine.agents)
+        project = engine.project
+        specs = project_hooks(project)
+        if agent:  # an agent's hooks: its own and the host layer's, which run after them
+            specs = [*project.agents[agent].hooks, *project.host_hooks]
+        return run_and_report(chosen(specs, args.hook), engine.env, args)
+
+
+def test_file(path: Path, args: argparse.Namespace) -> int:
+    """The tests of one hook file (given as the hook's YAML or its ``.test.yaml``)."""
+    from engine.cli.hook_tool import load_engine
+
+    if path.name.endswith(".test.yaml"):
+        path = path.with_name(path.name.removesuffix(".test.yaml") + ".yaml")
+    if not path.is_file():
+        raise UsageError(f"{path}: hook file not found")
+    if args.agent:
+        raise UsageError("--agent: a hook file is tested alone; give a config folder instead")
+    with load_engine(path, agent="test", db=":memory:", live=args.live) as engine:
+        specs = list(engine.project.agents["test"].hooks)
+        return run_and_report(chosen(specs, args.hook), engine.env, args)
 
 
 def run_and_report(specs: list[HookSpec], env: BuildEnv, args: argparse.Namespace) -> int:
