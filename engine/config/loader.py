@@ -431,6 +431,12 @@ def load_project(root: str | Path, *, only: list[str] | None = None) -> ProjectC
     return project
 
 
+CONFIG_NOT_FOUND = (
+    "config folder not found: name the folder that holds agents/ with --config DIR"
+    " (the default is ./config)"
+)
+
+
 def read_project(
     root: str | Path, *, only: list[str] | None = None
 ) -> tuple[ProjectConfig | None, list[Problem]]:
@@ -442,7 +448,7 @@ def read_project(
     """
     root = resolved(Path(root))
     if not _is_dir(root):
-        return None, [Problem(show(root), None, None, "config folder not found")]
+        return None, [Problem(show(root), None, None, CONFIG_NOT_FOUND)]
     settings, problems = load_engine_settings(root)
     host, host_problems = load_host_layer(root, settings)
     problems += host_problems
