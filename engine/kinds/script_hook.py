@@ -14,6 +14,7 @@ from engine.errors import ConfigError, Problem, ScriptError, ScriptLimitError
 from engine.kinds import BuildEnv
 from engine.kinds.base import HookContext, Mode
 from engine.kinds.common import SpecHook
+from engine.kinds.personal import PersonalTurns, shared
 from engine.points import Point
 from engine.sandbox import CallResult, CompiledScript, Language, Limits, WorkerPool
 from engine.sandbox.limits import BatchCall, config_key
@@ -53,6 +54,9 @@ class ScriptHook(SpecHook):
     config_key: str = ""
     """A digest of ``config:`` as canonical JSON, computed once per build: workers keep the
     parsed config per key, so it is not sent nor parsed again on every call."""
+    personal: PersonalTurns | None = None
+    """The engine's ledger of turns that used per-user context (a shared FAQ cache does not
+    learn from them): a script reading a user's state before the answer marks its turn."""
 
     def run(self, point: Point, event: dict[str, Any], ctx: HookContext) -> Change:
         """One call on its own: a batch of one (the pipeline batches consecutive hooks)."""
@@ -69,6 +73,10 @@ class ScriptHook(SpecHook):
                 call = self.calls.setdefault((point, ctx.agent), self._call(point, ctx, {}))
             return call
         state = ctx.store.state_load(self._state_key(ctx), ctx.scope_key, now=event.get("time"))
+        # the answer may now depend on what this user's state holds
+        if state and point is Point.BEFORE_USER_MESSAGE and ctx.scope.user_id and self.personal:
+            why = f"script hook {self.name} read the user's state"
+            self.personal.mark(ctx.scope_key, event.get("turn_id"), event["question"], why)
         return self._call(point, ctx, state)
 
     def _call(self, point: Point, ctx: HookContext, state: dict[str, Any]) -> BatchCall:
@@ -234,6 +242,7 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
         owner=f"{spec.shown}:{config.name}#{next(_instances)}",
         owned={} if agent is None else {agent: script},
         config_key=config_key(config.config),
+        personal=shared(env.extra),
     )
 
 

@@ -105,3 +105,36 @@ def test_the_demo_does_not_tell_maria_where_alex_lives(tmp_path: Path) -> None:
     assert "Берлин" not in maria and "Вы живёте" not in maria
     assert "Отвечено из кэша" not in maria
     assert "=> answer: Я пока не знаю, где вы живёте." in maria
+
+
+def test_an_answer_given_after_a_script_read_the_users_state_is_not_shared(
+    tmp_path: Path,
+) -> None:
+    """User-scoped state is per-user context too: a script hook that read a user's state at
+    before_user_message keeps that turn's answer out of a shared cache; the same turn for a
+    user with no state is shared."""
+    root = tmp_path / "config"
+    (root / "agents/a/hooks").mkdir(parents=True)
+    (root / "engine.yaml").write_text("process: proc\n", encoding="utf-8")
+    (root / "agents/a/agent.yaml").write_text("hooks: [faq, vip]\n", encoding="utf-8")
+    faq = {"kind": "faq_cache", "name": "faq", "scope": "global", "fallback_score": 0.8}
+    (root / "agents/a/hooks/faq.yaml").write_text(json.dumps(faq), encoding="utf-8")
+    vip = (
+        "kind: script_hook\nname: vip\nlanguage: javascript\nsource: |\n"
+        "  function on_before_user_message(event, host) {\n"
+        "    if (host.state.get('tier')) return {sections: ['a VIP customer']};\n"
+        "    return null;\n"
+        "  }\n"
+        "  function on_after_turn(event, host) { host.state.set('tier', 'vip'); return null; }\n"
+    )
+    (root / "agents/a/hooks/vip.yaml").write_text(vip, encoding="utf-8")
+    with Engine.load(root, db=str(tmp_path / "store.db")) as engine:
+        agent = engine.agent("a")
+        turn(agent, "alex", "warm-up question for the state", "ok")  # alex now has state
+        _, done = turn(agent, "alex", *SHIPPING)
+        assert any("read the user's state" in line for line in logs(done, "faq")), done.hooks
+        first, done = turn(agent, "maria", *SHIPPING)  # maria has no state before her turn
+        assert first.answer is None  # alex's answer was not shared...
+        assert not any("per-user context" in line for line in logs(done, "faq"))
+        first, _ = turn(agent, "carol", *SHIPPING)
+        assert first.answer == SHIPPING[1]  # ...maria's, given without her state, is
