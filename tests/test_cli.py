@@ -7,6 +7,7 @@ import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -378,3 +379,35 @@ def test_the_check_host_example_in_the_docs_is_the_real_output(
     shown = [line.removeprefix("  ") for line in block.splitlines()]
     code, out, _ = run(hookengine.main, ["check", str(REPO / "config"), "--host", "codex"], capsys)
     assert code == 0 and out.splitlines() == shown
+
+
+def test_a_command_whose_optional_package_is_missing_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """hookengine serve without the http extra: exit 2 and the pip command, no traceback."""
+    import builtins
+
+    from engine.cli.common import run_main
+
+    real_import = builtins.__import__
+
+    def without_fastapi(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.partition(".")[0] == "fastapi":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)
+
+    def body() -> int:
+        import fastapi  # noqa: F401
+
+        return 0
+
+    monkeypatch.setattr(builtins, "__import__", without_fastapi)
+    assert run_main("hookengine", body) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'hookengine[http]'" in err and "Traceback" not in err
+
+    def other() -> int:
+        raise ModuleNotFoundError("No module named 'nothing_optional'", name="nothing_optional")
+
+    with pytest.raises(ModuleNotFoundError):  # a module no extra installs is a real bug
+        run_main("hookengine", other)

@@ -59,12 +59,36 @@ def print_json(data: Any) -> None:
     say(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
+EXTRAS = {
+    "fastapi": "http",
+    "uvicorn": "http",
+    "starlette": "http",
+    "mcp": "mcp",
+    "langchain": "langchain",
+    "langchain_core": "langchain",
+    "langgraph": "langchain",
+    "agents": "openai-agents",
+    "pandas": "tools-data",
+}
+"""Optional packages by top-level module, and the extra of pyproject.toml that installs each."""
+
+
 def run_main(prog: str, body: Any) -> int:
-    """Run a command body; translate our errors to exit code 2 instead of a traceback."""
+    """Run a command body; translate our errors to exit code 2 instead of a traceback (a
+    command whose optional package is not installed names the extra to install)."""
     try:
         return int(body())
     except (UsageError, EngineError, json.JSONDecodeError) as exc:
         return fail(prog, exc)
+    except ModuleNotFoundError as exc:
+        extra = EXTRAS.get((exc.name or "").partition(".")[0])
+        if extra is None:
+            raise
+        missing = UsageError(
+            f"this command needs the optional package {exc.name!r}: "
+            f"pip install 'hookengine[{extra}]'"
+        )
+        return fail(prog, missing)
     except BrokenPipeError:
         return EXIT_OK
 
