@@ -64,6 +64,7 @@ EXTRAS = {
     "uvicorn": "http",
     "starlette": "http",
     "mcp": "mcp",
+    "mcp_types": "mcp",
     "langchain": "langchain",
     "langchain_core": "langchain",
     "langgraph": "langchain",
