@@ -18,6 +18,7 @@ LAYERS: list[set[str]] = [
     {"kinds"},
     {"masking", "outcome", "records"},
     {"batches", "pipeline"},
+    {"tools"},
     {"runtime"},
     {
         "reload",

@@ -434,7 +434,9 @@ class Host:
         made = [e for e in out["emits"] if e["type"] == "artifact"]
         if len(made) >= limits["max_artifacts"]:
             raise TypeError(f"host.add_artifact: more than {limits['max_artifacts']} artifacts")
-        out["emits"].append({"type": "artifact", "data": {"name": name, "text": text, "mime": mime}})
+        out["emits"].append(
+            {"type": "artifact", "data": {"name": name, "text": text, "mime": mime}}
+        )
 
     def match(self, pattern: str, text: str) -> bool:
         _check_text("host.match", "pattern", pattern, self._limits["max_pattern_chars"])

@@ -98,8 +98,9 @@ class WorkerPool:
         """Check a script and load it once in a worker (its top-level code runs, bounded).
 
         With ``tool`` the script is a tool's: it must define ``run(input, host)`` (its
-        ``functions`` are just that one). With ``key_owner`` the script comes back keyed for it (see CompiledScript.owned_by), and
-        the context its load prepared serves that owner's first calls.
+        ``functions`` are just that one). With ``key_owner`` the script comes back keyed for it
+        (see CompiledScript.owned_by), and the context its load prepared serves that owner's
+        first calls.
 
         Raises:
             ScriptCompileError: every syntax and policy problem, with line and column; a function

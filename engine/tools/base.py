@@ -143,6 +143,10 @@ class LoadContext(Protocol):
     agent: str
     base_dir: Path
     """The config folder's parent (relative paths in YAML resolve against the file's folder)."""
+    root: Path
+    """The config folder: files a tool YAML names must lie inside it."""
+    settings: Any
+    """The engine's settings (``EngineSettings``: script limits and their ceilings, tools)."""
 
     def line(self, path: Path, *keys: str | int) -> int | None:
         """The line of a key in a YAML file (for errors)."""
