@@ -77,7 +77,7 @@ FAKE = {
 
 
 def fake_yaml(name: str, function: str, **extra: Any) -> str:
-    lines = [f"kind: test_python", f"name: {name}", f"function: {function}"]
+    lines = ["kind: test_python", f"name: {name}", f"function: {function}"]
     lines += [f"{k}: {v}" for k, v in extra.items()]
     return "\n".join(lines) + "\n"
 
@@ -105,9 +105,7 @@ def tool_files(**extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def tool_engine(
-    tmp_path: Path, fake_kind: None
-) -> Iterator[Callable[..., Engine]]:
+def tool_engine(tmp_path: Path, fake_kind: None) -> Iterator[Callable[..., Engine]]:
     """An engine over the tool project (files may be added or replaced)."""
     engines: list[Engine] = []
 
