@@ -280,8 +280,11 @@ def admin_router(engine: Any) -> APIRouter:
         "/v1/memory/{scope}", response_model=ForgetOut, responses=ADMIN_ERRORS, dependencies=admin
     )
     def forget_memory(scope: ScopePath) -> ForgetOut:
-        """Forget everything remembered about a scope (a user's right to be forgotten)."""
+        """Forget everything remembered about a scope (a user's right to be forgotten); for a
+        ``session:<id>`` scope, the session's tool artifacts too."""
         deleted = sum(store.memory_forget(scope) for store in memory_stores(engine))
+        if scope.startswith("session:"):  # the session's tool artifacts, rows and files
+            deleted += engine.forget_artifacts(scope.removeprefix("session:"))
         if not deleted:
             raise ApiError(404, "not_found", f"nothing is remembered for scope {scope!r}")
         return ForgetOut(scope=scope, deleted=deleted)

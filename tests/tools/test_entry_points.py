@@ -184,3 +184,13 @@ def test_mcp_serve_works_for_mcp_client(config: Path, tmp_path: Path) -> None:
     assert got["bad"][1] and "'text' is a required property" in got["bad"][0]
     with Engine.load(config, db=str(tmp_path / "store.db"), records=False) as engine:
         assert [r["tool"] for r in engine.artifacts("m1")] == ["echo_py"]
+
+
+def test_forgetting_a_session_deletes_its_artifacts(base: str, tmp_path: Path) -> None:
+    made = post(base, "echo_py", {"input": {"text": "hi"}, "session_id": "gone"}).json()
+    (artifact,) = made["artifacts"]
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    deleted = httpx.delete(f"{base}/v1/memory/session:gone", headers=admin)
+    assert deleted.status_code == 200 and deleted.json()["deleted"] >= 1
+    assert httpx.get(f"{base}/v1/artifacts/gone/{artifact['id']}", headers=admin).status_code == 404
+    assert not list((tmp_path / "data" / "artifacts").rglob("echo.txt"))
