@@ -221,7 +221,7 @@ class Engine:
         Raises:
             StoreError: the store could not be read.
         """
-        return [row.as_data() for row in self.artifact_store.list(session_id)]
+        return [row.as_data() for row in self.artifact_store.rows(session_id)]
 
     def forget_artifacts(self, session_id: str) -> int:
         """Delete a session's artifacts (rows and files); how many there were."""

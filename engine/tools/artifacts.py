@@ -110,7 +110,7 @@ class ArtifactStore:
                 "(engine.yaml tools.max_session_bytes)"
             )
 
-    def list(self, session_id: str) -> list[ArtifactRow]:
+    def rows(self, session_id: str) -> list[ArtifactRow]:
         return self.store.artifacts_of(session_id)
 
     def find(self, session_id: str, ref: str) -> ArtifactRow | None:

@@ -19,7 +19,11 @@ def render(spec: ToolSpec, format: str) -> dict[str, Any]:
     """
     schema = spec.input_schema
     if format == "openai-chat":
-        function = {"name": spec.name, "description": spec.description, "parameters": schema}
+        function: dict[str, Any] = {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": schema,
+        }
         if strict_ok(schema):
             function["strict"] = True
         return {"type": "function", "function": function}

@@ -55,7 +55,8 @@ class ChildContext:
     def __init__(self, ctx: CallContext) -> None:
         self.agent, self.tool = ctx.agent, ctx.tool
         self.session_id, self.user_id, self.call_id = ctx.session_id, ctx.user_id, ctx.call_id
-        self.emit = self.ask = None
+        self.emit: Callable[[dict[str, Any]], None] | None = None
+        self.ask: Callable[[dict[str, Any]], Any] | None = None
         self.session_vars = dict(ctx.session_vars)
         self._store = ctx.artifacts_store
         self.added: list[tuple[dict[str, Any], bytes]] = []
@@ -68,7 +69,8 @@ class ChildContext:
         if self.session_id is None:
             raise ToolInputError("artifacts need a session: call the tool with a session_id")
         artifact_id = uuid.uuid4().hex[:16]
-        meta = {"name": name, "file_name": safe_name(file_name or name), "type": type}
+        meta: dict[str, Any] = {"name": name, "file_name": safe_name(file_name or name)}
+        meta["type"] = type
         meta |= {"description": desc, "id": artifact_id, "mime": kw.get("mime")}
         self.added.append((meta, _as_bytes(val, type)))
         return artifact_id
@@ -94,7 +96,7 @@ class ChildContext:
         self.events.append(event)
 
 
-def _child(tool: Tool, input: Mapping[str, Any], ctx: ChildContext, conn: Any) -> None:
+def _child(tool: Tool, input: Mapping[str, Any], ctx: Any, conn: Any) -> None:
     try:
         result = tool.invoke(input, ctx)
         conn.send(("ok", result, ctx.added, ctx.events, ctx.logs))
@@ -142,7 +144,7 @@ def run_in_process(
     for event in events:
         ctx.record_event(event)
     ctx.logs += logs
-    return result  # type: ignore[no-any-return]
+    return result
 
 
 def _meta(ctx: CallContext, meta: dict[str, Any]) -> ArtifactMeta:

@@ -41,8 +41,8 @@ def parameters_schema(parameters: list[dict[str, Any]]) -> dict[str, Any]:
 
 def check_schema(schema: Any, shown: str, line: int | None, field: str) -> list[Problem]:
     """Problems of a tool's JSON Schema: it must be a valid draft 2020-12 object schema."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs
+    from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
 
     if not isinstance(schema, dict) or schema.get("type") != "object":
         return [Problem(shown, line, field, "must be an object schema (type: object)")]

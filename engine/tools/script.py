@@ -234,7 +234,7 @@ def _source(
 ) -> tuple[str, Language, str, int, list[Problem]]:
     if config.script is None:
         offset = ctx.line(path, "source") or 0
-        return config.source or "", Language(config.language), shown, offset, []
+        return config.source or "", Language(config.language or ""), shown, offset, []
     ref = ScriptRef(shown, ctx.line(path, "script"))
     target, text, problems = read_script(path, config.script, root=ctx.root, ref=ref, tool=True)
     if target is None or text is None:
