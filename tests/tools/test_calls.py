@@ -103,6 +103,15 @@ def test_a_script_tool_past_its_time_limit_is_an_error(tool_engine: Callable[...
     assert agent.call_tool("echo_js", {"text": "after"}).content == "echo: after"
 
 
+def test_a_script_tool_past_its_memory_limit_is_an_error(
+    tool_engine: Callable[..., Engine],
+) -> None:
+    agent = tool_engine().agent("a")
+    result = agent.call_tool("echo_js", {"text": "memory"})
+    assert result.is_error and "memory" in result.content
+    assert agent.call_tool("echo_js", {"text": "after"}).content == "echo: after"
+
+
 def test_a_thread_tool_past_its_time_limit_is_an_error(tool_engine: Callable[..., Engine]) -> None:
     agent = tool_engine().agent("a")
     result = agent.call_tool("fake_sleepy", {"seconds": 2})

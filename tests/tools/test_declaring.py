@@ -216,3 +216,22 @@ def test_a_broken_tool_file_on_reload_keeps_the_last_good_tools(
     assert engine.agent("a").call_tool("echo_py", {"text": "x"}, session_id="s").content == (
         "echo: x"
     )
+
+
+def test_check_reports_a_tool_file_problem_with_the_others(tmp_path: Path) -> None:
+    from engine.checking import check_project
+
+    root = write(
+        tmp_path / "config",
+        {
+            "agents/a/agent.yaml": "tools: [t]\n",
+            "agents/a/tools/t.yaml": script_tool("t", colour="red"),
+            "agents/a/tools/echo.py": ECHO_SCRIPT,
+            "agents/b/agent.yaml": "tools: [t]\n",
+            "agents/b/tools/t.yaml": script_tool("t"),
+            "agents/b/tools/echo.py": ECHO_SCRIPT,
+        },
+    )
+    report = check_project(root)
+    assert [str(p) for p in report.problems if "colour" in str(p)]
+    assert [a.name for a in report.agents] == ["b"]
