@@ -150,6 +150,16 @@ def memory_stores(engine: Any) -> list[Store]:
     return list(found.values()) or [engine.store]
 
 
+def _without_post(routes: list[BaseRoute]) -> list[Any]:
+    """The path patterns of decision-prefix routes that no route serves with POST."""
+    posted = {r.path for r in routes if "POST" in (getattr(r, "methods", None) or ())}
+    return [
+        r.path_regex
+        for r in routes
+        if isinstance(r, Route) and r.path.startswith(DECISION_PREFIXES) and r.path not in posted
+    ]
+
+
 def allowed_methods(routes: list[BaseRoute], request: Request) -> list[str]:
     """Every method some route serves at the request's path, and OPTIONS (answered here).
 
@@ -207,13 +217,18 @@ def create_app(
     app.add_middleware(
         InFlightLimit, max_in_flight=http.max_concurrency, prefixes=DECISION_PREFIXES
     )
-    app.add_middleware(TokenGate, auth=app.state.auth, scope="decide", prefixes=DECISION_PREFIXES)
+    exempt: list[Any] = []  # filled below, once the routes are in
+    app.add_middleware(
+        TokenGate, auth=app.state.auth, scope="decide", prefixes=DECISION_PREFIXES, exempt=exempt
+    )
     app.add_middleware(HeadLimit, max_bytes=http.max_header_bytes)
     install_error_handlers(app)
     install_admin_handlers(app)
     decide = require("decide")
-    for make in routers:
-        app.include_router(make(engine, decide))
+    made = [make(engine, decide) for make in routers]
+    for router in made:
+        app.include_router(router)
+    exempt += _without_post([route for router in made for route in router.routes])
     app.include_router(admin_router(engine))
     return app
 
