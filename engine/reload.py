@@ -174,7 +174,7 @@ class Reloader:
                 tools.close()
             return self._refused(name, _problems(exc, owner), files)
         if tools is not None:
-            agent.swap_tools(tools).close()
+            agent.swap_tools(tools).retire()  # closed once no call runs on it
         changes = (notes or []) + describe(self.specs[name].hooks, spec.hooks, "agent")
         if tools is not None:
             changes.append(f"tools: {', '.join(sorted(tools.tools)) or 'none'}")

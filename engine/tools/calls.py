@@ -128,7 +128,18 @@ def _text(value: Any) -> str:
 def call_tool(
     call: Call, tools: ToolSet, evaluate: Evaluate, artifacts: ArtifactStore, default_ms: int
 ) -> ToolResult:
-    """The whole call path, synchronously (see the module docstring)."""
+    """The whole call path, synchronously (see the module docstring). ``tools`` stays open
+    until the call ends, even if a reload replaces it meanwhile."""
+    tools.enter()
+    try:
+        return _call_tool(call, tools, evaluate, artifacts, default_ms)
+    finally:
+        tools.leave()
+
+
+def _call_tool(
+    call: Call, tools: ToolSet, evaluate: Evaluate, artifacts: ArtifactStore, default_ms: int
+) -> ToolResult:
     refused = unknown(tools, call)
     if refused is not None:
         return refused
@@ -151,6 +162,16 @@ async def acall_tool(
     call: Call, tools: ToolSet, aevaluate: AEvaluate, artifacts: ArtifactStore, default_ms: int
 ) -> ToolResult:
     """``call_tool`` on the running event loop (the tool itself runs in a thread)."""
+    tools.enter()
+    try:
+        return await _acall_tool(call, tools, aevaluate, artifacts, default_ms)
+    finally:
+        tools.leave()
+
+
+async def _acall_tool(
+    call: Call, tools: ToolSet, aevaluate: AEvaluate, artifacts: ArtifactStore, default_ms: int
+) -> ToolResult:
     import asyncio
 
     refused = unknown(tools, call)

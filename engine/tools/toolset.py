@@ -47,6 +47,9 @@ class ToolSet:
     _exports: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     _validators: dict[str, Any] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _calls: int = 0
+    _retired: bool = False
+    _closed: bool = False
 
     def get(self, name: str) -> Tool | None:
         return self.tools.get(name)
@@ -74,7 +77,36 @@ class ToolSet:
                 found = self._exports.setdefault(format, made)
         return found
 
+    def enter(self) -> None:
+        """A call starts on this set (``leave`` when it ends)."""
+        with self._lock:
+            self._calls += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._calls -= 1
+            closing = self._retired and self._calls == 0 and not self._closed
+            self._closed = self._closed or closing
+        if closing:
+            self._close_tools()
+
+    def retire(self) -> None:
+        """A reload replaced this set: close it once no call runs on it any more."""
+        with self._lock:
+            self._retired = True
+            closing = self._calls == 0 and not self._closed
+            self._closed = self._closed or closing
+        if closing:
+            self._close_tools()
+
     def close(self) -> None:
+        """Close every tool now (the engine is closing)."""
+        with self._lock:
+            closing, self._closed = not self._closed, True
+        if closing:
+            self._close_tools()
+
+    def _close_tools(self) -> None:
         for tool in [*self.tools.values(), *self.disabled.values()]:
             tool.close()
 

@@ -213,3 +213,35 @@ def test_artifacts_go_with_the_session(tool_engine: Callable[..., Engine], tmp_p
 def test_artifacts_need_a_session(tool_engine: Callable[..., Engine]) -> None:
     result = tool_engine().agent("a").call_tool("echo_py", {"text": "x"})
     assert result.is_error and "session_id" in result.content
+
+
+def test_concurrent_calls_each_get_their_own_answer(tool_engine: Callable[..., Engine]) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    agent = tool_engine().agent("a")
+    texts = [f"t{i}" for i in range(24)]
+    tools = ["echo_js", "echo_py", "fake_echo"]
+
+    def one(i: int) -> str:
+        return agent.call_tool(tools[i % 3], {"text": texts[i]}, session_id=f"s{i}").content
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(one, range(24))) == [f"echo: {t}" for t in texts]
+
+
+def test_a_replaced_tool_set_closes_only_after_its_last_call(
+    tool_engine: Callable[..., Engine],
+) -> None:
+    engine = tool_engine()
+    agent = engine.agent("a")
+    old = agent.tools
+    fake = old.tools["fake_echo"]
+    old.enter()  # a call in flight on the old set
+    (engine.project.agents["a"].folder / "tools" / "fake_echo.yaml").write_text(
+        "kind: test_python\nname: fake_echo\nfunction: echo\ntimeout_ms: 999\n"
+    )
+    assert engine.reload_agent("a")
+    assert agent.tools is not old and agent.tools.tools["fake_echo"].timeout_ms == 999
+    assert not fake.closed  # type: ignore[attr-defined]
+    old.leave()
+    assert fake.closed  # type: ignore[attr-defined]
