@@ -152,11 +152,10 @@ def memory_stores(engine: Any) -> list[Store]:
 
 def _without_post(routes: list[BaseRoute]) -> list[Any]:
     """The path patterns of decision-prefix routes that no route serves with POST."""
-    posted = {r.path for r in routes if "POST" in (getattr(r, "methods", None) or ())}
+    plain = [r for r in routes if isinstance(r, Route)]
+    posted = {r.path for r in plain if "POST" in (r.methods or ())}
     return [
-        r.path_regex
-        for r in routes
-        if isinstance(r, Route) and r.path.startswith(DECISION_PREFIXES) and r.path not in posted
+        r.path_regex for r in plain if r.path.startswith(DECISION_PREFIXES) and r.path not in posted
     ]
 
 
