@@ -3,6 +3,7 @@ registry, script tool fields, reload."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -235,3 +236,21 @@ def test_check_reports_a_tool_file_problem_with_the_others(tmp_path: Path) -> No
     report = check_project(root)
     assert [str(p) for p in report.problems if "colour" in str(p)]
     assert [a.name for a in report.agents] == ["b"]
+
+
+def test_saving_a_tool_script_reloads_the_tool_when_watching(
+    tool_engine: Callable[..., Engine],
+) -> None:
+    engine = tool_engine(watch=True)
+    agent = engine.agent("a")
+
+    def answer() -> str:
+        return agent.call_tool("echo_py", {"text": "x"}, session_id="w").content
+
+    assert answer() == "echo: x"
+    script = engine.project.agents["a"].folder / "tools" / "echo.py"
+    script.write_text(ECHO_SCRIPT.replace('"echo: "', '"saved: "'))
+    deadline = time.monotonic() + 5.0
+    while answer() != "saved: x":
+        assert time.monotonic() < deadline, "the tool was not reloaded within 5 s"
+        time.sleep(0.02)
