@@ -19,6 +19,8 @@ from engine.store.artifacts import ArtifactRow
 from engine.tools.base import ArtifactType, ToolInputError
 
 _SAFE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+_ID = re.compile(r"^[0-9a-f]{16}$")
+"""An artifact id as the engine makes them (anything else is never used in a path)."""
 _MIMES = {
     "chart": "application/json",
     "image": "image/png",
@@ -89,7 +91,7 @@ class ArtifactStore:
             )
         with self._lock:
             self._check_session(meta.session_id, len(data))
-            artifact_id = meta.id or uuid.uuid4().hex[:16]
+            artifact_id = meta.id if meta.id and _ID.match(meta.id) else uuid.uuid4().hex[:16]
             path = self.folder(meta.agent, meta.session_id, artifact_id) / file_name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
@@ -238,7 +240,7 @@ class CallContext:
     ) -> str:
         meta = self._meta(name, file_name or name, type, desc)
         meta.mime = mime
-        row = self.artifacts_store.add(meta, _as_bytes(val, type))
+        row = self.artifacts_store.add(meta, as_bytes(val, type))
         self.artifacts.append(shown_row(row))
         return row.id
 
@@ -286,15 +288,11 @@ class CallContext:
         self._pending.clear()
 
 
-def _as_bytes(val: Any, type: str) -> bytes:
+def as_bytes(val: Any, type: str) -> bytes:
     if isinstance(val, bytes):
         return val
     if isinstance(val, str):
         return val.encode("utf-8")
     if type == "df" and hasattr(val, "to_csv"):
         return str(val.to_csv(index=False)).encode("utf-8")
-    raise ToolInputError(f"artifact value must be text or bytes, not {type_name(val)}")
-
-
-def type_name(value: Any) -> str:
-    return type(value).__name__
+    raise ToolInputError(f"artifact value must be text or bytes, not {val.__class__.__name__}")

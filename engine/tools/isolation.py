@@ -12,7 +12,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
 
-from engine.tools.artifacts import ArtifactMeta, CallContext, _as_bytes, safe_name, shown_row
+from engine.tools.artifacts import ArtifactMeta, CallContext, as_bytes, safe_name, shown_row
 from engine.tools.base import Tool, ToolInputError, ToolResult
 
 _pool: ThreadPoolExecutor | None = None
@@ -72,7 +72,7 @@ class ChildContext:
         meta: dict[str, Any] = {"name": name, "file_name": safe_name(file_name or name)}
         meta["type"] = type
         meta |= {"description": desc, "id": artifact_id, "mime": kw.get("mime")}
-        self.added.append((meta, _as_bytes(val, type)))
+        self.added.append((meta, as_bytes(val, type)))
         return artifact_id
 
     def create_artifact_path(
