@@ -273,6 +273,12 @@ class CallContext:
         if self.emit is not None:
             self.emit(event)
 
+    def discard(self) -> None:
+        """The call failed: the paths it asked for go, written or not."""
+        for _, path in self._pending:
+            shutil.rmtree(path.parent, ignore_errors=True)
+        self._pending.clear()
+
     def finish(self) -> None:
         """Keep the artifacts the tool wrote to paths it asked for (a path left empty is
         dropped)."""

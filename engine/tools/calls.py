@@ -88,26 +88,33 @@ def context(call: Call, artifacts: ArtifactStore) -> CallContext:
 
 
 def execute(tool: Tool, value: dict[str, Any], ctx: CallContext, default_ms: int) -> ToolResult:
-    """Run the tool under its time limit; any failure becomes an ``is_error`` result."""
+    """Run the tool under its time limit; any failure becomes an ``is_error`` result (and
+    the artifact paths the call asked for go)."""
     timeout_ms = tool.timeout_ms or default_ms
     try:
-        if tool.isolation == "process":
-            result = run_in_process(tool, value, ctx, timeout_ms / 1000)
-        elif getattr(tool, "bounded", False):  # runs in the sandbox, under its own limit
-            result = tool.invoke(value, ctx)
-        else:
-            result = run_in_thread(lambda: tool.invoke(value, ctx), timeout_ms / 1000)
+        result = _run(tool, value, ctx, timeout_ms)
         ctx.finish()
     except ToolTimeout:
+        ctx.discard()
         return failed(f"tool {tool.spec.name!r} timed out after {timeout_ms} ms")
     except ToolInputError as exc:
+        ctx.discard()
         return failed(f"tool {tool.spec.name!r}: {exc}")
     except Exception as exc:  # noqa: BLE001 - the tool's edge: the model is told, the host stays up
+        ctx.discard()
         log.warning("tool %s failed: %s: %s", tool.spec.name, type(exc).__name__, exc)
         return failed(f"tool {tool.spec.name!r} failed: {type(exc).__name__}: {exc}")
     if not isinstance(result, ToolResult):
         return failed(f"tool {tool.spec.name!r} answered a {type(result).__name__}, not a result")
     return result
+
+
+def _run(tool: Tool, value: dict[str, Any], ctx: CallContext, timeout_ms: int) -> Any:
+    if tool.isolation == "process":
+        return run_in_process(tool, value, ctx, timeout_ms / 1000)
+    if getattr(tool, "bounded", False):  # runs in the sandbox, under its own limit
+        return tool.invoke(value, ctx)
+    return run_in_thread(lambda: tool.invoke(value, ctx), timeout_ms / 1000)
 
 
 def finish(result: ToolResult, ctx: CallContext, out: Any) -> ToolResult:

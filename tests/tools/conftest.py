@@ -74,6 +74,7 @@ FAKE = {
     "fake_raising": "raising",
     "fake_artifact": "artifact",
     "fake_emitting": "emitting",
+    "fake_written": "written",
 }
 
 

@@ -33,12 +33,20 @@ def artifact(input: Mapping[str, Any], ctx: Any) -> ToolResult:
     return ToolResult(content=f"made {artifact_id}")
 
 
+def written(input: Mapping[str, Any], ctx: Any) -> ToolResult:
+    """Writes an artifact to a path it asks for, then reads back an earlier one by name."""
+    artifact_id, path = ctx.create_artifact_path("chart", "chart.svg", "svg", "a chart")
+    path.write_text("<svg/>")
+    earlier = ctx.artifact_path(input["read"]).read_text() if input.get("read") else ""
+    return ToolResult(content=f"wrote {artifact_id}; read {earlier!r}")
+
+
 def emitting(input: Mapping[str, Any], ctx: Any) -> ToolResult:
     ctx.record_event({"type": "status", "data": {"description": "working"}})
     return ToolResult(content="done")
 
 
-FUNCTIONS = {f.__name__: f for f in (echo, sleepy, raising, artifact, emitting)}
+FUNCTIONS = {f.__name__: f for f in (echo, sleepy, raising, artifact, written, emitting)}
 
 
 @dataclass

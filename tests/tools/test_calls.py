@@ -245,3 +245,27 @@ def test_a_replaced_tool_set_closes_only_after_its_last_call(
     assert not fake.closed  # type: ignore[attr-defined]
     old.leave()
     assert fake.closed  # type: ignore[attr-defined]
+
+
+def test_a_tool_writes_an_artifact_to_the_path_it_asked_for_and_reads_one_by_name(
+    tool_engine: Callable[..., Engine],
+) -> None:
+    engine = tool_engine()
+    agent = engine.agent("a")
+    agent.call_tool("fake_artifact", {"name": "notes.txt", "text": "first"}, session_id="p")
+    result = agent.call_tool("fake_written", {"read": "notes.txt"}, session_id="p")
+    assert not result.is_error and "read 'first'" in result.content
+    (made,) = result.artifacts
+    assert (made["name"], made["type"], made["mime"], made["bytes"]) == (
+        "chart",
+        "svg",
+        "image/svg+xml",
+        6,
+    )
+    rows = {r["id"]: r for r in engine.artifacts("p")}
+    assert rows[made["id"]]["description"] == "a chart"
+    missing = agent.call_tool("fake_written", {"read": "nope.csv"}, session_id="p")
+    assert missing.is_error and "no artifact 'nope.csv'" in missing.content
+    assert len(engine.artifacts("p")) == 2  # the failed call's path went with it
+    folder = engine.artifact_store.root / "a" / "p"
+    assert len(list(folder.iterdir())) == 2

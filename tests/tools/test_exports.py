@@ -53,7 +53,7 @@ def validate(kind: Any, spec: dict[str, Any]) -> None:
 
 def test_openai_chat_specs_are_chat_completion_function_tools(agent: Any) -> None:
     specs = agent.tool_specs("openai-chat")
-    assert len(specs) == 7
+    assert len(specs) == 8
     for spec in specs:
         validate(ChatCompletionFunctionToolParam, spec)
         validate(FunctionDefinition, spec["function"])
