@@ -10,11 +10,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from engine.config.loader import show
 from engine.config.scriptfile import ScriptRef, read_script
-from engine.errors import Problem, ScriptCompileError, ScriptError
+from engine.errors import Problem, ScriptCompileError, ScriptError, fix_for, phrase, unknown_field
 from engine.sandbox import CompiledScript, Language, Limits
 from engine.sandbox.guards import TOOL_ENTRY
-from engine.tools.base import NAME_PATTERN, LoadContext, Tool, ToolLoadError, ToolResult
+from engine.tools.base import (
+    NAME_PATTERN,
+    LoadContext,
+    Tool,
+    ToolLoadError,
+    ToolResult,
+    ToolSpec,
+)
 from engine.tools.schemas import check_schema, parameters_schema
 
 _LANGUAGES = {".py": Language.PYTHON, ".js": Language.JAVASCRIPT}
@@ -26,7 +34,8 @@ class Parameter(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
-    type: str
+    type: Literal["str", "int", "float", "bool", "list", "dict", "Any", "None"]
+    """TaskWeaver's types (docs/tools.md); any other is a load error."""
     required: bool = False
     description: str = ""
     default: Any = None
@@ -162,59 +171,69 @@ def load_script_tool(path: Path, data: dict[str, Any], ctx: LoadContext) -> list
     Raises:
         ToolLoadError: every problem, with file, line and field.
     """
-    shown = str(_shown(path, ctx))
+    shown = _shown(path)
     try:
         config = ScriptToolConfig.model_validate(data)
     except ValidationError as exc:
         raise ToolLoadError(_problems(exc, shown, path, ctx)) from None
-    schema = config.input_schema or parameters_schema(
-        [p.model_dump() for p in config.parameters or []]
+    params = [p.model_dump() for p in config.parameters or []]
+    schema = config.input_schema or parameters_schema(params)
+    problems = _schema_problems(config, schema, shown, path, ctx)
+    limits, found = _limits(config, ctx, shown, path)
+    source, language, filename, offset, read = _source(config, path, ctx, shown)
+    if problems + found + read:
+        raise ToolLoadError(problems + found + read)
+    pool = ctx.sandbox()
+    script = _compile(pool, config, (source, language, filename), offset, ctx.agent, shown)
+    spec = ToolSpec(
+        config.name, config.description, schema, config.output_schema, dict(config.annotations)
     )
+    tool = ScriptTool(
+        spec=spec,
+        path=path,
+        pool=pool,
+        script=script,
+        limits=limits,
+        config=dict(config.config),
+        enabled=config.enabled,
+        timeout_ms=limits.timeout_ms,
+        owner=f"{shown}:{config.name}",
+        shown=filename,
+        line_offset=offset,
+    )
+    return [tool]
+
+
+def _schema_problems(
+    config: ScriptToolConfig, schema: dict[str, Any], shown: str, path: Path, ctx: LoadContext
+) -> list[Problem]:
     problems = check_schema(schema, shown, ctx.line(path, "input_schema"), "input_schema")
     if config.output_schema is not None:
         line = ctx.line(path, "output_schema")
         problems += check_schema(config.output_schema, shown, line, "output_schema")
-    limits, found = _limits(config, ctx, shown, path)
-    problems += found
-    source, language, filename, offset, found = _source(config, path, ctx, shown)
-    problems += found
-    if problems:
-        raise ToolLoadError(problems)
-    pool = ctx.sandbox()
-    owner = f"tool\0{ctx.agent}\0{config.name}"
+    return problems
+
+
+def _compile(
+    pool: Any,
+    config: ScriptToolConfig,
+    script: tuple[str, Language, str],
+    offset: int,
+    agent: str,
+    shown: str,
+) -> CompiledScript:
+    """The script compiled in the sandbox and held by the pool (released by ``close``)."""
+    source, language, filename = script
+    owner = f"tool\0{agent}\0{config.name}"
     try:
-        script = pool.compile(
+        compiled = pool.compile(
             source, filename=filename, language=language, key_owner=owner, tool=True
         )
     except ScriptCompileError as exc:
-        raise ToolLoadError(
-            [_moved(p, offset, shown if config.script is None else None) for p in exc.problems]
-        ) from exc
-    pool.hold(script)
-    from engine.tools.base import ToolSpec
-
-    spec = ToolSpec(
-        config.name,
-        config.description,
-        schema,
-        config.output_schema,
-        dict(config.annotations),
-    )
-    return [
-        ScriptTool(
-            spec=spec,
-            path=path,
-            pool=pool,
-            script=script,
-            limits=limits,
-            config=dict(config.config),
-            enabled=config.enabled,
-            timeout_ms=limits.timeout_ms,
-            owner=f"{shown}:{config.name}",
-            shown=filename,
-            line_offset=offset,
-        )
-    ]
+        yaml = shown if config.script is None else None
+        raise ToolLoadError([_moved(p, offset, yaml) for p in exc.problems]) from exc
+    pool.hold(compiled)
+    return compiled
 
 
 def _moved(problem: Problem, offset: int, yaml: str | None) -> Problem:
@@ -223,9 +242,7 @@ def _moved(problem: Problem, offset: int, yaml: str | None) -> Problem:
     return Problem(yaml, problem.line + offset, "source", problem.message, problem.hint)
 
 
-def _shown(path: Path, ctx: LoadContext) -> str:
-    from engine.config.loader import show
-
+def _shown(path: Path) -> str:
     return show(path)
 
 
@@ -239,7 +256,7 @@ def _source(
     target, text, problems = read_script(path, config.script, root=ctx.root, ref=ref, tool=True)
     if target is None or text is None:
         return "", Language.PYTHON, shown, 0, problems
-    return text, _LANGUAGES[target.suffix], _shown(target, ctx), 0, []
+    return text, _LANGUAGES[target.suffix], _shown(target), 0, []
 
 
 def _limits(
@@ -267,18 +284,16 @@ def _limits(
 
 
 def _problems(exc: ValidationError, shown: str, path: Path, ctx: LoadContext) -> list[Problem]:
-    from engine.errors import fix_for, phrase, unknown_field
-
     problems = []
     for err in exc.errors(include_url=False):
-        loc = [str(p) for p in err["loc"]]
+        loc: list[str | int] = list(err["loc"])
         if err["type"] == "extra_forbidden":
-            message, hint = unknown_field(loc[-1], list(ScriptToolConfig.model_fields))
+            message, hint = unknown_field(str(loc[-1]), list(ScriptToolConfig.model_fields))
         else:
             message, hint = phrase(err), fix_for(err)
         head, sep, rest = message.partition(": ")
         if not loc and sep and head in ScriptToolConfig.model_fields:
             loc, message = [head], rest
-        field_name = ".".join(loc) or None
+        field_name = ".".join(str(part) for part in loc) or None
         problems.append(Problem(shown, ctx.line(path, *loc), field_name, message, hint))
     return problems

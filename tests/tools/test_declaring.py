@@ -144,6 +144,20 @@ def test_bad_script_tool_fields_are_errors_naming_the_field(
     assert any("t.yaml:" in p and expected in p for p in found), found
 
 
+def test_a_parameter_type_taskweaver_lacks_is_an_error_at_its_line(tmp_path: Path) -> None:
+    from tests.tools.conftest import ECHO_JS
+
+    root = write(
+        tmp_path / "config",
+        {
+            "agents/a/agent.yaml": "tools: [t]\n",
+            "agents/a/tools/t.yaml": ECHO_JS.replace("type: str", "type: DataFrame"),
+        },
+    )
+    (found,) = problems(root)
+    assert "t.yaml:16: parameters.0.type:" in found and "'str'" in found
+
+
 def test_an_input_schema_that_is_not_one_is_an_error(tmp_path: Path) -> None:
     yaml = ECHO_PY.replace("type: object\n  properties", "type: objekt\n  properties")
     root = write(
