@@ -4,6 +4,7 @@ are is_error results and the host stays up; artifacts keep their caps and names.
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -133,6 +134,7 @@ def test_a_process_tool_past_its_time_limit_is_killed(
     agent = tool_engine(extra).agent("a")
     result = agent.call_tool("fake_sleepy", {"seconds": 30})
     assert result.is_error and "timed out after 300 ms" in result.content
+    assert multiprocessing.active_children() == []  # the worker was killed and reaped
     echoed = agent.call_tool("fake_echo", {"text": "hi"})
     assert echoed.content == "echo: hi"
     assert echoed.data["pid"] != os.getpid()  # it ran in a worker process
