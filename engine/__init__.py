@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from engine.points import Point, Scope
     from engine.runtime import Agent, Engine
     from engine.store import Record, RecordQuery
+    from engine.tools.base import ToolResult, ToolSpec
 
 _HOMES = {
     "Agent": "engine.runtime",
@@ -48,6 +49,8 @@ _HOMES = {
     "ScriptRuntimeError": "engine.errors",
     "StoreError": "engine.errors",
     "StoreUnavailableError": "engine.errors",
+    "ToolResult": "engine.tools.base",
+    "ToolSpec": "engine.tools.base",
 }
 """Each public name and the module that defines it."""
 
@@ -70,6 +73,8 @@ __all__ = [
     "ScriptRuntimeError",
     "StoreError",
     "StoreUnavailableError",
+    "ToolResult",
+    "ToolSpec",
 ]
 
 

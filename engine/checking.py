@@ -93,6 +93,10 @@ def _check_agent(
 ) -> None:
     slots = _build(engine, spec.hooks, "agent", report)
     try:
+        engine.make_tools(spec).close()  # each tool file through its kind's loader
+    except ConfigError as exc:
+        report.problems += exc.problems
+    try:
         records = spec.config.records or engine.settings.records
         pipeline = Pipeline(spec.name, slots + engine.host_slots, 0, records)
         report.agents.append(AgentReport(spec.name, [s.hook.name for s in pipeline.slots]))

@@ -157,18 +157,27 @@ class Reloader:
         agent = self.engine.agent(name)
         current = agent.pipeline
         owner = self.root / "agents" / name / "agent.yaml"
+        tools = None
         try:
             if isinstance(read, Exception):
                 raise read
             spec = read
-            if self._same(spec, current):
+            if self._same(spec, current) and spec.tools_version == agent.tools.version:
                 self._test(spec.hooks, None)
                 return ReloadEvent(name, True, current.generation, now_iso(), files=files)
+            if spec.tools_version != agent.tools.version:
+                tools = self.engine.make_tools(spec)
             slots = self._build(spec.hooks, "agent", current.slots)
             self._test(spec.hooks, slots)
         except Exception as exc:  # noqa: BLE001 - the reload edge: report, keep last good
+            if tools is not None:
+                tools.close()
             return self._refused(name, _problems(exc, owner), files)
+        if tools is not None:
+            agent.swap_tools(tools).retire()  # closed once no call runs on it
         changes = (notes or []) + describe(self.specs[name].hooks, spec.hooks, "agent")
+        if tools is not None:
+            changes.append(f"tools: {', '.join(sorted(tools.tools)) or 'none'}")
         records = spec.config.records or self.engine.settings.records
         pipeline = Pipeline(name, slots + self.engine.host_slots, self._next_generation(), records)
         self.retired.append((agent, agent.swap(pipeline)))

@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.config.loader import HookSpec, digest, load_engine_settings, load_host_layer, show
 from engine.config.scriptfile import MAX_SCRIPT_BYTES
+from engine.config.toolfiles import named_files
 from engine.config.yamlfile import MAX_CONFIG_BYTES, ConfigReadError, load_loose, read_text
 from engine.errors import ConfigError, Problem
 from engine.yamltests import test_file_of
@@ -141,7 +142,11 @@ def _wanted(folder: Path, owner: Path) -> set[Path]:
     data = _loose(owner)
     hooks = [folder / str(f) for f in data.get("hook_files") or [] if isinstance(f, str)]
     hooks += [folder / "hooks" / f"{n}.yaml" for n in data.get("hooks") or [] if isinstance(n, str)]
-    found = {owner, *hooks, *(test_file_of(h) for h in hooks)}
+    tools = [folder / str(f) for f in data.get("tool_files") or [] if isinstance(f, str)]
+    tools += [folder / "tools" / f"{n}.yaml" for n in data.get("tools") or [] if isinstance(n, str)]
+    found = {owner, *hooks, *(test_file_of(h) for h in hooks), *tools}
+    for tool in tools:
+        found.update(named_files(tool, _loose(tool)))
     for hook in hooks:
         script = _loose(hook).get("script")
         if isinstance(script, str):

@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     import asyncio
 
     from engine.reload import Reloader
+    from engine.tools.artifacts import ArtifactStore
+    from engine.tools.base import ToolResult
+    from engine.tools.toolset import ToolSet
 
 
 class _OnFirstUse:
@@ -98,6 +101,7 @@ class Engine:
         self._memos: dict[tuple[str, str], Memo] = {}
         self._sandbox: Any = None
         self._providers: Any = None
+        self._artifacts: ArtifactStore | None = None
         self._closed = False
         self.live = live
         self.db_override = db
@@ -131,6 +135,7 @@ class Engine:
             self.host_slots = self.build_slots(project.host_hooks, "host")
             for name, spec in project.agents.items():
                 self._agents[name] = Agent(self, name, self.make_pipeline(spec))
+                self._agents[name].tools = self.make_tools(spec)
             # reload sits above runtime; imported here so that Engine.load(watch=True) works
             from engine.reload import Reloader
 
@@ -180,6 +185,47 @@ class Engine:
         slots = self.build_slots(spec.hooks, "agent")
         records = spec.config.records or self.settings.records
         return Pipeline(spec.name, slots + self.host_slots, generation, records)
+
+    def make_tools(self, spec: AgentSpec) -> ToolSet:
+        """Load an agent's tools (an empty set when it has none); ConfigError with every
+        problem of every tool file."""
+        from engine.tools.toolset import Loading, ToolSet, build_tools
+
+        if not spec.tools:
+            return ToolSet(version=spec.tools_version)
+        files = {t.path: t for t in spec.tools}
+        root = self.project.root
+        loading = Loading(
+            spec.name, self.project.base_dir, root, self.settings, files, self.sandbox
+        )
+        return build_tools(spec.tools, loading, version=spec.tools_version)
+
+    @property
+    def artifact_store(self) -> ArtifactStore:
+        """Where tool calls keep artifacts (made on first use)."""
+        with self._lock:
+            if self._artifacts is None:
+                from engine.tools.artifacts import ArtifactStore
+
+                folder = Path(self.settings.tools.artifacts_dir)
+                if not folder.is_absolute():
+                    folder = self.project.base_dir / folder
+                self._artifacts = ArtifactStore(folder, self.store, self.settings.tools)
+            return self._artifacts
+
+    def artifacts(self, session_id: str) -> list[dict[str, Any]]:
+        """The artifacts tool calls made in session ``session_id``, oldest first: ``{id, agent,
+        session_id, name, file_name, type, mime, bytes, sha256, tool, call_id, description,
+        time}`` each.
+
+        Raises:
+            StoreError: the store could not be read.
+        """
+        return [row.as_data() for row in self.artifact_store.rows(session_id)]
+
+    def forget_artifacts(self, session_id: str) -> int:
+        """Delete a session's artifacts (rows and files); how many there were."""
+        return self.artifact_store.forget(session_id)
 
     # -- shared services -------------------------------------------------------------------
 
@@ -289,6 +335,7 @@ class Engine:
             self.reloader.close()  # first: no swap may happen while pipelines close
         for agent in self._agents.values():
             agent.pipeline.close()
+            agent.tools.close()
         if self.writer:
             self.writer.close()
         if self._sandbox is not None:
@@ -376,6 +423,8 @@ class Agent:
         self._lock = threading.Lock()
         self._running: dict[int, int] = {}
         """Evaluations in flight per pipeline (by id): a replaced one is closed at zero."""
+        self.tools: ToolSet = _no_tools()
+        """The tools the agent offers (replaced whole by a reload: ``swap_tools``)."""
 
     def evaluate(
         self,
@@ -554,6 +603,71 @@ class Agent:
         with self._lock:
             return id(pipeline) in self._running
 
+    def swap_tools(self, tools: ToolSet) -> ToolSet:
+        """Make ``tools`` the set new calls use; return the one it replaces."""
+        with self._lock:
+            old, self.tools = self.tools, tools
+            return old
+
+    # -- tools (engine/tools, docs/tools.md) -----------------------------------------------
+
+    def call_tool(
+        self,
+        name: str,
+        input: Mapping[str, Any],
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        call_id: str | None = None,
+        emit: Any = None,
+        ask: Any = None,
+    ) -> ToolResult:
+        """Call one of the agent's tools through its one guarded path: ``tool_call`` hooks
+        (a block is an ``is_error`` result with the reason; a rewritten input is used), the
+        input checked against the tool's schema (an ``is_error`` result listing the fields),
+        the tool run under its time limit, ``tool_result`` hooks (a redaction replaces
+        ``content``). Never raises for the tool's sake: an unknown tool, an exception or a
+        timeout is an ``is_error`` result.
+
+        Args:
+            emit: called with each event the tool emits (Open WebUI ``__event_emitter__``).
+            ask: the host's answer to a tool's ``__event_call__``.
+        """
+        from engine.tools.calls import Call, call_tool
+
+        call = Call(self.name, name, input, user_id, session_id, call_id, emit, ask)
+        default_ms = self.engine.settings.tools.timeout_ms
+        return call_tool(call, self.tools, self.evaluate, self.engine.artifact_store, default_ms)
+
+    async def acall_tool(
+        self,
+        name: str,
+        input: Mapping[str, Any],
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        call_id: str | None = None,
+        emit: Any = None,
+        ask: Any = None,
+    ) -> ToolResult:
+        """``call_tool`` on the running event loop: hooks awaited there, the tool in a thread."""
+        from engine.tools.calls import Call, acall_tool
+
+        call = Call(self.name, name, input, user_id, session_id, call_id, emit, ask)
+        default_ms = self.engine.settings.tools.timeout_ms
+        store = self.engine.artifact_store
+        return await acall_tool(call, self.tools, self.aevaluate, store, default_ms)
+
+    def tool_specs(self, format: str = "openai-chat") -> list[dict[str, Any]]:
+        """The enabled tools' specs in ``format``: ``openai-chat``, ``openai-responses``,
+        ``anthropic`` or ``mcp``; made once per loaded version of the tools (shared: do not
+        change them).
+
+        Raises:
+            ValueError: an unknown format.
+        """
+        return list(self.tools.export(format))
+
     def before_user_message(self, question: str, **scope: Any) -> Outcome:
         """A user message arrived. ``out.answer`` set: skip the LLM; ``out.blocked``: refuse."""
         return self.evaluate(Point.BEFORE_USER_MESSAGE, {"question": question}, **scope)
@@ -684,6 +798,12 @@ class Agent:
 
     async def afeedback(self, turn_id: str, rating: str, **scope: Any) -> Outcome:
         return await self.aevaluate(Point.FEEDBACK, {"rating": rating}, turn_id=turn_id, **scope)
+
+
+def _no_tools() -> ToolSet:
+    from engine.tools.toolset import ToolSet
+
+    return ToolSet()
 
 
 def _call_fields(

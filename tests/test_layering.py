@@ -18,6 +18,7 @@ LAYERS: list[set[str]] = [
     {"kinds", "tools"},
     {"masking", "outcome", "records"},
     {"batches", "pipeline"},
+    {"tools"},
     {"runtime"},
     {
         "reload",

@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "engine.cli.cmd_serve",
     "engine.cli.cmd_claude",
     "engine.cli.cmd_mcp",
+    "engine.cli.cmd_tools",
 )
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from engine.config.models import KINDS, AgentConfig, EngineSettings, HookBase, ScriptHookConfig
 from engine.config.scriptfile import ScriptRef, read_script
+from engine.config.toolfiles import ToolFile, read_tool_file
 from engine.config.yamlfile import Loc, YamlDoc, dotted, os_reason, read_yaml
 from engine.errors import ConfigError, Problem, fix_for, phrase, unknown_field
 from engine.points import suggest
@@ -84,6 +85,13 @@ class AgentSpec:
     hooks: tuple[HookSpec, ...]
     files: frozenset[Path]
     """Every file the agent's config was read from (for hot reload)."""
+    tools: tuple[ToolFile, ...] = ()
+    """The agent's tool files as read (their kinds' loaders validate them when built)."""
+
+    @property
+    def tools_version(self) -> str:
+        """Changes when any tool file (or a file one names) does."""
+        return digest(*(t.version for t in self.tools))
 
 
 @dataclass(frozen=True)
@@ -375,14 +383,17 @@ def read_agent(
     paths = _hook_paths(folder, files, names, doc)
     specs, found = _load_hooks(paths, shown, "agent", root)
     problems += found
-    if not paths and config is not None:
+    tool_paths = _tool_paths(folder, config, doc)
+    tools, found = _load_tools(tool_paths, shown)
+    problems += found
+    if not paths and not tool_paths and config is not None:
         problems.append(
             Problem(
                 shown,
                 1,
                 "hook_files",
-                "the agent lists no hooks",
-                "add hook_files: [hooks/<file>.yaml] or hooks: [<name>]",
+                "the agent lists no hooks and no tools",
+                "add hook_files: [hooks/<file>.yaml], hooks: [<name>] or tools: [<name>]",
             )
         )
     problems += _duplicates([*specs, *host_hooks])
@@ -391,7 +402,46 @@ def read_agent(
     # every file listed, loaded or not: a check names the agent's broken files as its own
     files_read = {resolved(path), *(s.path for s in specs), *(resolved(p) for p, _ in paths)}
     files_read |= {s.script_path for s in specs if s.script_path}
-    return AgentSpec(name, folder, config, tuple(specs), frozenset(files_read)), problems
+    files_read |= {resolved(p) for p, _ in tool_paths}.union(*(t.files for t in tools))
+    spec = AgentSpec(name, folder, config, tuple(specs), frozenset(files_read), tuple(tools))
+    return spec, problems
+
+
+def _tool_paths(
+    folder: Path, config: AgentConfig | None, doc: YamlDoc
+) -> list[tuple[Path, int | None]]:
+    data = doc.data if isinstance(doc.data, dict) else {}
+    files = config.tool_files if config else _texts(data.get("tool_files"))
+    names = config.tools if config else _texts(data.get("tools"))
+    found = [(folder / f, doc.line_of(("tool_files", i))) for i, f in enumerate(files)]
+    found += [
+        (folder / "tools" / f"{n}.yaml", doc.line_of(("tools", i))) for i, n in enumerate(names)
+    ]
+    return found
+
+
+def _texts(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _load_tools(
+    paths: list[tuple[Path, int | None]], owner: str
+) -> tuple[list[ToolFile], list[Problem]]:
+    tools: list[ToolFile] = []
+    problems: list[Problem] = []
+    for path, line in paths:
+        if not present(path):
+            hint = "tool_files are relative to the agent's folder; tools: [name] reads "
+            hint += "tools/<name>.yaml"
+            problems.append(
+                Problem(owner, line, "tools", f"tool file not found: {show(path)}", hint)
+            )
+            continue
+        tool, found = read_tool_file(path, show(path), digest, resolved)
+        problems += found
+        if tool is not None:
+            tools.append(tool)
+    return tools, problems
 
 
 def _listed(config: AgentConfig | None, data: Any) -> tuple[list[str], list[str]]:

@@ -383,6 +383,10 @@ class AgentConfig(Strict):
     """Hook YAML files, relative to the agent's folder, in order."""
     hooks: list[str] = Field(default_factory=list)
     """Hook names, resolved to ``hooks/<name>.yaml``; they run after hook_files."""
+    tool_files: list[str] = Field(default_factory=list)
+    """Tool YAML files, relative to the agent's folder (docs/tools.md)."""
+    tools: list[str] = Field(default_factory=list)
+    """Tool names, resolved to ``tools/<name>.yaml``."""
     records: RecordsSettings | None = None
     """Per-agent records settings (default: engine.yaml's)."""
 
@@ -507,6 +511,21 @@ class StoreSettings(Strict):
     lock (busy timeout)."""
 
 
+class ToolSettings(Strict):
+    """Tool calls and the artifacts they make (docs/tools.md)."""
+
+    timeout_ms: int = Field(default=30_000, gt=0, le=3_600_000)
+    """A tool call's time limit when its YAML sets none."""
+    artifacts_dir: str = "data/artifacts"
+    """Where artifact files live, relative to the project folder."""
+    max_artifact_bytes: int = Field(default=10_000_000, gt=0)
+    """Largest artifact."""
+    max_session_bytes: int = Field(default=100_000_000, gt=0)
+    """Bytes of artifacts one session may hold."""
+    max_session_artifacts: int = Field(default=1000, gt=0)
+    """Artifacts one session may hold."""
+
+
 class EngineSettings(Strict):
     """config/engine.yaml"""
 
@@ -532,6 +551,8 @@ class EngineSettings(Strict):
     """The LLM judge and memorizer provider."""
     http: HttpSettings = Field(default_factory=HttpSettings)
     """The admin HTTP service."""
+    tools: ToolSettings = Field(default_factory=ToolSettings)
+    """Tool calls and artifacts."""
 
     def store_url(self, base_dir: Path) -> str:
         """The engine's store: ``db_url``, or ``db_path`` resolved against the project folder."""

@@ -20,6 +20,7 @@ from engine.points import Point
 MAX_SCRIPT_BYTES = 256_000
 """The largest script file read; equal to the sandbox's ``Limits.max_source_bytes``."""
 SUFFIXES = (".py", ".js")
+_TOOL_FUNCTION = re.compile(r"\b(def|function)\s+run\b")
 _POINT_FUNCTION = re.compile(r"\bon_(" + "|".join(p.value for p in Point) + r")\b")
 
 
@@ -43,12 +44,13 @@ class ScriptFileError(Exception):
 
 
 def read_script(
-    hook_path: Path, name: str, *, root: Path, ref: ScriptRef
+    hook_path: Path, name: str, *, root: Path, ref: ScriptRef, tool: bool = False
 ) -> tuple[Path | None, str | None, list[Problem]]:
-    """The resolved path and text of ``name`` (relative to ``hook_path``'s folder), or a problem."""
+    """The resolved path and text of ``name`` (relative to ``hook_path``'s folder), or a problem.
+    A ``tool`` script names a ``run`` function instead of ``on_<point>`` ones."""
     try:
         target = _resolve(hook_path.parent, name, root.resolve())
-        return target, _read(target), []
+        return target, _read(target, tool=tool), []
     except ScriptFileError as exc:
         return None, None, [ref.problem(f"{name!r}: {exc.message}", exc.hint)]
 
@@ -81,15 +83,15 @@ def _resolve(folder: Path, name: str, root: Path) -> Path:
     return target
 
 
-def _read(target: Path) -> str:
+def _read(target: Path, *, tool: bool = False) -> str:
     """Read as every config file is (see ``read_bytes``), then checked as a script."""
     try:
-        return _text(read_bytes(target, MAX_SCRIPT_BYTES))
+        return _text(read_bytes(target, MAX_SCRIPT_BYTES), tool=tool)
     except ConfigReadError as exc:
         raise ScriptFileError(str(exc)) from None
 
 
-def _text(data: bytes) -> str:
+def _text(data: bytes, *, tool: bool = False) -> str:
     if len(data) > MAX_SCRIPT_BYTES:
         raise ScriptFileError(f"is larger than {MAX_SCRIPT_BYTES} bytes")
     if b"\0" in data:
@@ -100,6 +102,13 @@ def _text(data: bytes) -> str:
         raise ScriptFileError(f"is not UTF-8 text (invalid byte at offset {exc.start})") from None
     if not text.strip():
         raise ScriptFileError("is empty")
+    if tool:
+        if not _TOOL_FUNCTION.search(text):
+            raise ScriptFileError(
+                "defines no run function, so it is not read as a tool script",
+                "e.g. def run(input, host): / function run(input, host) {...}",
+            )
+        return text
     if not _POINT_FUNCTION.search(text):
         raise ScriptFileError(
             "defines no on_<point> function, so it is not read as a script",

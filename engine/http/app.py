@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute, Match, Route
 
-from engine.http import claude_code, decisions, litellm, opa
+from engine.http import claude_code, decisions, litellm, opa, tools
 from engine.http.auth import load_auth, require
 from engine.http.errors import (
     ApiError,
@@ -123,10 +123,11 @@ ROUTERS: tuple[RouterFactory, ...] = (
     opa.router,
     litellm.router,
     claude_code.router,
+    tools.router,
 )
 """The decision routers, each made from the engine and the ``decide`` dependency: native,
 OPA-compatible, LiteLLM's guardrail API (docs/litellm.md), Claude Code's hooks
-(docs/claude-code.md)."""
+(docs/claude-code.md), and tool calls and specs (docs/tools.md)."""
 
 ScopePath = Annotated[
     str,
@@ -148,6 +149,15 @@ def memory_stores(engine: Any) -> list[Store]:
             if slot.hook.kind == "memory" and store is not None:
                 found.setdefault(id(store), store)
     return list(found.values()) or [engine.store]
+
+
+def _without_post(routes: list[BaseRoute]) -> list[Any]:
+    """The path patterns of decision-prefix routes that no route serves with POST."""
+    plain = [r for r in routes if isinstance(r, Route)]
+    posted = {r.path for r in plain if "POST" in (r.methods or ())}
+    return [
+        r.path_regex for r in plain if r.path.startswith(DECISION_PREFIXES) and r.path not in posted
+    ]
 
 
 def allowed_methods(routes: list[BaseRoute], request: Request) -> list[str]:
@@ -207,13 +217,18 @@ def create_app(
     app.add_middleware(
         InFlightLimit, max_in_flight=http.max_concurrency, prefixes=DECISION_PREFIXES
     )
-    app.add_middleware(TokenGate, auth=app.state.auth, scope="decide", prefixes=DECISION_PREFIXES)
+    exempt: list[Any] = []  # filled below, once the routes are in
+    app.add_middleware(
+        TokenGate, auth=app.state.auth, scope="decide", prefixes=DECISION_PREFIXES, exempt=exempt
+    )
     app.add_middleware(HeadLimit, max_bytes=http.max_header_bytes)
     install_error_handlers(app)
     install_admin_handlers(app)
     decide = require("decide")
-    for make in routers:
-        app.include_router(make(engine, decide))
+    made = [make(engine, decide) for make in routers]
+    for router in made:
+        app.include_router(router)
+    exempt += _without_post([route for router in made for route in router.routes])
     app.include_router(admin_router(engine))
     return app
 
@@ -283,8 +298,11 @@ def admin_router(engine: Any) -> APIRouter:
         "/v1/memory/{scope}", response_model=ForgetOut, responses=ADMIN_ERRORS, dependencies=admin
     )
     def forget_memory(scope: ScopePath) -> ForgetOut:
-        """Forget everything remembered about a scope (a user's right to be forgotten)."""
+        """Forget everything remembered about a scope (a user's right to be forgotten); for a
+        ``session:<id>`` scope, the session's tool artifacts too."""
         deleted = sum(store.memory_forget(scope) for store in memory_stores(engine))
+        if scope.startswith("session:"):  # the session's tool artifacts, rows and files
+            deleted += engine.forget_artifacts(scope.removeprefix("session:"))
         if not deleted:
             raise ApiError(404, "not_found", f"nothing is remembered for scope {scope!r}")
         return ForgetOut(scope=scope, deleted=deleted)

@@ -166,15 +166,31 @@ class TokenGate:
     the routes (405 naming the allowed ones, or 204 to ``OPTIONS``).
     """
 
-    def __init__(self, app: Any, *, auth: Auth, scope: str, prefixes: Sequence[str]) -> None:
+    def __init__(
+        self,
+        app: Any,
+        *,
+        auth: Auth,
+        scope: str,
+        prefixes: Sequence[str],
+        exempt: Sequence[Any] = (),
+    ) -> None:
         self.app = app
         self.auth = auth
         self.scope = scope
         self.prefixes = tuple(prefixes)
+        self.exempt = exempt
+        """Path patterns under ``prefixes`` that no POST route serves (a GET listing): a POST
+        there is answered by the routes (405), not refused for its token. The app fills the
+        list once its routes are in."""
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         guarded = scope["type"] == "http" and scope["method"] == "POST"
-        if guarded and matches(scope["path"], self.prefixes):
+        if (
+            guarded
+            and matches(scope["path"], self.prefixes)
+            and not any(p.match(scope["path"]) for p in self.exempt)
+        ):
             headers: dict[str, str] = {}
             for name, value in scope.get("headers") or []:
                 headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))

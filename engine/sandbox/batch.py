@@ -487,6 +487,7 @@ def answer_cap(limits: Limits) -> int:
         limits.max_result_bytes * escaped
         + limits.max_log_lines * (limits.max_log_chars + 8) * escaped
         + limits.max_emits * limits.max_emit_bytes * escaped
+        + limits.max_artifacts * (limits.max_artifact_bytes + 512) * escaped
         + limits.max_state_keys
         * (limits.max_state_value_bytes + 2 * limits.max_state_key_chars + 32)
         * escaped

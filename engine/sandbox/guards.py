@@ -31,6 +31,11 @@ from engine.sandbox.sizes import (
 from engine.sandbox.values import InvalidValue, check_json, json_size
 
 EMIT_TYPES = ("status", "message", "citation")
+TOOL_ENTRY = "run"
+"""A tool script's one function, ``run(input, host)``: its answer is any JSON value, and only
+it may call ``host.add_artifact`` (whose artifacts travel as emits of type ``artifact``)."""
+MAX_ARTIFACT_NAME_CHARS = 200
+MAX_MIME_CHARS = 100
 _DIGITS = re.compile(r"\d+")
 _PLAIN_TYPES = (int, float, bool, list, dict, tuple, set, frozenset, type(None))
 _PLAIN_TEXT = (str, int, float, bool, type(None))
@@ -364,7 +369,7 @@ class CallInputs:
 class Host:
     """The ``host`` argument of a Python script: the same API as the JavaScript one."""
 
-    __slots__ = ("_event", "_limits", "_out", "_regex", "config", "state")
+    __slots__ = ("_event", "_function", "_limits", "_out", "_regex", "config", "state")
     config: Any
     state: HostState | None
 
@@ -375,6 +380,7 @@ class Host:
         regex: Callable[[dict[str, Any]], Any],
     ) -> None:
         self._event, self._limits, self._out, self._regex = call.event, call.limits, out, regex
+        self._function = call.function
         self.config = call.config
         self.state = HostState(call.state, out["state_writes"], call.limits, out["state_ttls"])
 
@@ -412,6 +418,25 @@ class Host:
         if len(out["emits"]) >= limits["max_emits"]:
             raise TypeError(f"host.emit: more than {limits['max_emits']} events")
         out["emits"].append(copy)
+
+    def add_artifact(self, name: str, text: str, mime: str = "text/plain") -> None:
+        """Keep ``text`` as a file of the tool call's session (a tool's ``run`` only)."""
+        limits, out = self._limits, self._out
+        if self._function != TOOL_ENTRY:
+            raise TypeError("host.add_artifact: only a tool's run(input, host) may add artifacts")
+        _check_text("host.add_artifact", "name", name, MAX_ARTIFACT_NAME_CHARS)
+        _check_text("host.add_artifact", "text", text, limits["max_text_chars"])
+        _check_text("host.add_artifact", "mime", mime, MAX_MIME_CHARS)
+        if len(text.encode("utf-8", "surrogatepass")) > limits["max_artifact_bytes"]:
+            raise TypeError(
+                f"host.add_artifact: text is larger than {limits['max_artifact_bytes']} bytes"
+            )
+        made = [e for e in out["emits"] if e["type"] == "artifact"]
+        if len(made) >= limits["max_artifacts"]:
+            raise TypeError(f"host.add_artifact: more than {limits['max_artifacts']} artifacts")
+        out["emits"].append(
+            {"type": "artifact", "data": {"name": name, "text": text, "mime": mime}}
+        )
 
     def match(self, pattern: str, text: str) -> bool:
         _check_text("host.match", "pattern", pattern, self._limits["max_pattern_chars"])

@@ -60,7 +60,8 @@ smallest budget's quarter (memory_mb 1 -> 0.25 MB is checked every 2 ms). A call
 with memory in use above its limit fails anyway, and a failed call's context is thrown away."""
 DEFAULT_CAPACITY = 16
 """Prepared contexts a worker keeps until the host says how many scripts it has loaded."""
-_NAMES = re.compile(r"\bon_[A-Za-z0-9_]+")
+_NAMES = re.compile(r"\bon_[A-Za-z0-9_]+|\brun\b")
+"""The names a script may define for the engine: ``on_<point>`` hooks, a tool's ``run``."""
 _USES_REGEX = re.compile(r"\b(match|redact)\b")
 _JS_DIR = Path(__file__).with_name("js")
 _CHECK = (

@@ -65,6 +65,10 @@ class Limits:
     """Largest integer a Python script may build with ``*``, ``**``, ``<<`` or ``pow``."""
     max_input_bytes: int = 4_000_000
     """Largest request (event + config + state) sent to a worker."""
+    max_artifacts: int = 8
+    """``host.add_artifact`` calls per tool call (``run``)."""
+    max_artifact_bytes: int = 65_536
+    """Largest artifact text, in UTF-8."""
 
     def as_wire(self) -> dict[str, int]:
         """The limits as a JSON object for the worker (computed once: this is on every call)."""

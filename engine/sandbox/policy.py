@@ -25,7 +25,6 @@ FORBIDDEN_NAMES = frozenset(
         "id",
         "hash",
         "printed",
-        "input",
         "breakpoint",
         "help",
         "memoryview",

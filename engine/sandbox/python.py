@@ -17,6 +17,7 @@ from typing import Any
 
 from engine.sandbox.determinism import script_types, scrub
 from engine.sandbox.guards import (
+    TOOL_ENTRY,
     Budget,
     CallInputs,
     Deadline,
@@ -105,7 +106,11 @@ class PythonRuntime:
 
         def load() -> None:
             exec(code, env)
-            names.extend(k for k, v in env.items() if k[:3] == "on_" and type(v) is FunctionType)
+            names.extend(
+                k
+                for k, v in env.items()
+                if (k[:3] == "on_" or k == TOOL_ENTRY) and type(v) is FunctionType
+            )
 
         failure = self._run(load, budget, limits, filename, env.clear)
         if failure is not None:
@@ -193,6 +198,8 @@ class PythonRuntime:
             if type(fn) is not FunctionType:
                 raise TypeError(f"call: the script defines no function {function}")
             value = fn(inputs.event, host)
+            if function == TOOL_ENTRY:  # a tool's answer is any JSON, carried in an object
+                value = {TOOL_ENTRY: value}
             check_result(value, limits)  # before the value leaves the call's limits
             result.append(value)
 

@@ -19,6 +19,7 @@ from engine.errors import (
 )
 from engine.points import Point, suggest
 from engine.sandbox.batch import Batch, ConfigTexts, Exchange, answer_cap, failure_of
+from engine.sandbox.guards import TOOL_ENTRY
 from engine.sandbox.jsscope import context_capacity
 from engine.sandbox.limits import (
     BatchCall,
@@ -86,12 +87,20 @@ class WorkerPool:
         self._workers.forget(owner)
 
     def compile(
-        self, source: str, *, filename: str, language: Language | str, key_owner: str | None = None
+        self,
+        source: str,
+        *,
+        filename: str,
+        language: Language | str,
+        key_owner: str | None = None,
+        tool: bool = False,
     ) -> CompiledScript:
         """Check a script and load it once in a worker (its top-level code runs, bounded).
 
-        With ``key_owner`` the script comes back keyed for it (see CompiledScript.owned_by), and
-        the context its load prepared serves that owner's first calls.
+        With ``tool`` the script is a tool's: it must define ``run(input, host)`` (its
+        ``functions`` are just that one). With ``key_owner`` the script comes back keyed for it
+        (see CompiledScript.owned_by), and the context its load prepared serves that owner's
+        first calls.
 
         Raises:
             ScriptCompileError: every syntax and policy problem, with line and column; a function
@@ -135,7 +144,12 @@ class WorkerPool:
                 [_problem(filename, p) for p in answer.get("problems", [])], language=lang.value
             )
         functions = [f for f in answer["functions"] if isinstance(f, str)]
-        problems = check_functions(functions, source, filename=filename, language=lang)
+        if tool:
+            problems = check_tool_entry(functions, filename=filename)
+            functions = [f for f in functions if f == TOOL_ENTRY]
+        else:
+            functions = [f for f in functions if f != TOOL_ENTRY]
+            problems = check_functions(functions, source, filename=filename, language=lang)
         if problems:
             raise ScriptCompileError(problems, language=lang.value)
         return CompiledScript(lang, filename, source, frozenset(functions), key=script.key)
@@ -416,6 +430,14 @@ def check_functions(
             )
         )
     return problems
+
+
+def check_tool_entry(functions: list[str], *, filename: str) -> list[Problem]:
+    """A tool script defines ``run(input, host)``."""
+    if TOOL_ENTRY in functions:
+        return []
+    hint = "def run(input, host): ... / function run(input, host) { ... }"
+    return [Problem(filename, 1, None, "the script defines no run(input, host) function", hint)]
 
 
 def _definition(source: str, name: str, language: Language) -> tuple[int | None, int | None]:

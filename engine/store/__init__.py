@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from engine.store.records import LossSummary, Record, RecordLoss, RecordQuery
 
 if TYPE_CHECKING:
+    from engine.store.artifacts import ArtifactRow
     from engine.store.models import (
         Episode,
         Fact,
@@ -196,6 +197,18 @@ class Store(Protocol):
 
     def memory_forget(self, scope: str) -> int:
         """Delete everything kept about a scope; return how many rows went."""
+        ...
+
+    def artifact_add(self, row: ArtifactRow) -> None:
+        """Keep the row of an artifact a tool call made (its bytes are on disk already)."""
+        ...
+
+    def artifacts_of(self, session_id: str) -> list[ArtifactRow]:
+        """A session's artifacts, oldest first."""
+        ...
+
+    def artifact_forget(self, session_id: str) -> int:
+        """Delete a session's artifact rows; how many went."""
         ...
 
     def close(self) -> None: ...

@@ -173,6 +173,27 @@ turn_log_table = sa.Table(
 )
 """The last user prompt per agent and session: one row each, overwritten by the next."""
 
+# -- version 7: tool artifacts ----------------------------------------------------------------
+
+artifacts_table = sa.Table(
+    "artifacts",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("agent", sa.String(200), nullable=False),
+    sa.Column("session_id", sa.String(300), nullable=False, index=True),
+    sa.Column("name", sa.String(300), nullable=False),
+    sa.Column("file_name", sa.String(300), nullable=False),
+    sa.Column("type", sa.String(20), nullable=False),
+    sa.Column("mime", sa.String(100), nullable=False),
+    sa.Column("bytes", sa.Integer, nullable=False),
+    sa.Column("sha256", sa.String(64), nullable=False),
+    sa.Column("tool", sa.String(200), nullable=False),
+    sa.Column("call_id", sa.String(300)),
+    sa.Column("description", sa.Text, nullable=False, default=""),
+    sa.Column("time", sa.String(40), nullable=False),
+)
+"""A file a tool call made: the row here, its bytes under data/artifacts/<agent>/<session>/<id>/."""
+
 MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     1: (records_table, state_table),
     2: (
@@ -188,6 +209,7 @@ MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     4: (),
     5: (turn_log_table,),
     6: (),
+    7: (artifacts_table,),
 }
 """The tables each schema version added, in creation order."""
 

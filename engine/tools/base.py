@@ -143,6 +143,10 @@ class LoadContext(Protocol):
     agent: str
     base_dir: Path
     """The config folder's parent (relative paths in YAML resolve against the file's folder)."""
+    root: Path
+    """The config folder: files a tool YAML names must lie inside it."""
+    settings: Any
+    """The engine's settings (``EngineSettings``: script limits and their ceilings, tools)."""
 
     def line(self, path: Path, *keys: str | int) -> int | None:
         """The line of a key in a YAML file (for errors)."""
@@ -153,15 +157,35 @@ class LoadContext(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class ToolTestResult:
+    """One test a tool file carries (TaskWeaver ``@test_plugin``), as ``hookengine tools test``
+    reports it."""
+
+    tool: str
+    name: str
+    ok: bool
+    message: str = ""
+
+
+class SelfTestingTool(Protocol):
+    """A tool whose file carries its own tests (optional: ``hookengine tools test`` runs
+    ``run_tests`` of each tool that has it)."""
+
+    def run_tests(self, ctx: ToolContext) -> list[ToolTestResult]: ...
+
+
 __all__ = [
     "NAME_PATTERN",
     "ArtifactType",
     "LoadContext",
     "Loader",
+    "SelfTestingTool",
     "Tool",
     "ToolContext",
     "ToolInputError",
     "ToolLoadError",
     "ToolResult",
     "ToolSpec",
+    "ToolTestResult",
 ]

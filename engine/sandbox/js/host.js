@@ -11,6 +11,14 @@
     if (typeof v !== "string") { fail(where, name + " must be a string"); }
     if (v.length > max) { fail(where, name + " is longer than " + max + " characters"); }
   }
+  function utf8(s) {
+    var n = 0;
+    for (var i = 0; i < s.length; i++) {
+      var c = s.charCodeAt(i);
+      n += c < 0x80 ? 1 : c < 0x800 ? 2 : (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length) ? (i++, 4) : 3;
+    }
+    return n;
+  }
   function engine() {
     if (regex === null) { regex = h.eval(h.regexSource); }
     return regex;
@@ -61,6 +69,19 @@
         if (e.data === null || typeof e.data !== "object" || isArray(e.data)) { fail("host.emit", "data must be an object"); }
         if (out.emits.length >= L.max_emits) { fail("host.emit", "more than " + L.max_emits + " events"); }
         out.emits.push(e);
+        return null;
+      },
+      add_artifact: function add_artifact(name, text, mime) {
+        if (req.function !== "run") { fail("host.add_artifact", "only a tool's run(input, host) may add artifacts"); }
+        if (mime === undefined) { mime = "text/plain"; }
+        checkText("host.add_artifact", "name", name, 200);
+        checkText("host.add_artifact", "text", text, L.max_text_chars);
+        checkText("host.add_artifact", "mime", mime, 100);
+        if (utf8(text) > L.max_artifact_bytes) { fail("host.add_artifact", "text is larger than " + L.max_artifact_bytes + " bytes"); }
+        var made = 0;
+        for (var i = 0; i < out.emits.length; i++) { if (out.emits[i].type === "artifact") { made++; } }
+        if (made >= L.max_artifacts) { fail("host.add_artifact", "more than " + L.max_artifacts + " artifacts"); }
+        out.emits.push({ type: "artifact", data: { name: name, text: text, mime: mime } });
         return null;
       },
       match: function match(pattern, text) {

@@ -176,7 +176,8 @@ globalThis.__he = (function (g) {
   function makeHost(req, out) {
     function lazy(name) { return function () { return api(req, out)[name].apply(undefined, arguments); }; }
     return freeze({ config: req.config, log: lazy("log"), now: lazy("now"), emit: lazy("emit"),
-      match: lazy("match"), redact: lazy("redact"), state: freeze({ get: lazy("get"), set: lazy("set") }) });
+      match: lazy("match"), redact: lazy("redact"), add_artifact: lazy("add_artifact"),
+      state: freeze({ get: lazy("get"), set: lazy("set") }) });
   }
 
   function describe(e) {
@@ -263,6 +264,8 @@ globalThis.__he = (function (g) {
       var fn = hasOwn.call(fns, req.function) ? fns[req.function] : undefined;
       if (typeof fn !== "function") { fail("call", "the script defines no function " + req.function); }
       var raw = fn(req.event, makeHost(req, out));
+      /* a tool's answer is any JSON value, carried in an object (guards.TOOL_ENTRY) */
+      if (req.function === "run" && !(raw !== null && typeof raw === "object" && typeof raw.then === "function")) { raw = { run: raw }; }
       if (raw !== null && typeof raw === "object" && typeof raw.then === "function") { throw invalid("result: async functions and promises are not supported", true); }
       if (raw !== undefined && raw !== null && (typeof raw !== "object" || isArray(raw))) { throw invalid("result: must be null or a plain object, not " + (isArray(raw) ? "an array" : typeof raw), true); }
       try {

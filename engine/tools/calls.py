@@ -1,0 +1,203 @@
+"""The one call path of every tool: tool_call hooks, input validation, execution under the
+tool's time limit, tool_result hooks. Python, HTTP, the CLI and ``mcp-serve`` all use it."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import EngineError
+from engine.points import suggest
+from engine.tools.artifacts import ArtifactStore, CallContext
+from engine.tools.base import Tool, ToolInputError, ToolResult
+from engine.tools.isolation import ToolTimeout, run_in_process, run_in_thread
+from engine.tools.schemas import input_errors
+from engine.tools.toolset import ToolSet
+
+log = logging.getLogger("engine.tools")
+
+Evaluate = Callable[..., Any]
+"""``Agent.evaluate``: (point, fields, **scope) -> Outcome."""
+AEvaluate = Callable[..., Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call as a host makes it."""
+
+    agent: str
+    name: str
+    input: Any
+    user_id: str | None = None
+    session_id: str | None = None
+    call_id: str | None = None
+    emit: Callable[[dict[str, Any]], None] | None = None
+    ask: Callable[[dict[str, Any]], Any] | None = None
+
+    @property
+    def scope(self) -> dict[str, Any]:
+        return {"user_id": self.user_id, "session_id": self.session_id}
+
+
+def failed(content: str, **parts: Any) -> ToolResult:
+    return ToolResult(content=content, is_error=True, **parts)
+
+
+def unknown(tools: ToolSet, call: Call) -> ToolResult | None:
+    """The result of a call to a tool the agent does not offer, or of an input that is not an
+    object (None: neither)."""
+    name = call.name
+    if isinstance(name, str) and name in tools.tools:
+        if not isinstance(call.input, Mapping):
+            got = type(call.input).__name__
+            return failed(f"invalid input for tool {name!r}: (input): must be an object, not {got}")
+        return None
+    known = sorted(tools.tools)
+    close = suggest(str(name), known) if isinstance(name, str) else None
+    hint = f" (did you mean {close!r}?)" if close else f" (tools: {', '.join(known) or 'none'})"
+    return failed(f"unknown tool {str(name)[:100]!r}{hint}")
+
+
+def blocked_or_input(call: Call, tool: Tool, tools: ToolSet, out: Any) -> ToolResult | dict:
+    """After the tool_call hooks: the refusal, or the (possibly rewritten) input, validated."""
+    if out.blocked:
+        reason = out.reason or out.input_error or "blocked by a tool_call hook"
+        return failed(f"tool {tool.spec.name!r} was blocked: {reason}", events=list(out.events))
+    value = out.input if out.input is not None else call.input
+    errors = input_errors(tools.checker(tool), value)
+    if errors:
+        listed = "; ".join(errors[:20])
+        return failed(f"invalid input for tool {tool.spec.name!r}: {listed}")
+    return dict(value)
+
+
+def context(call: Call, artifacts: ArtifactStore) -> CallContext:
+    return CallContext(
+        call.agent,
+        call.name,
+        call.session_id,
+        call.user_id,
+        call.call_id,
+        artifacts,
+        emit=call.emit,
+        ask=call.ask,
+    )
+
+
+def execute(tool: Tool, value: dict[str, Any], ctx: CallContext, default_ms: int) -> ToolResult:
+    """Run the tool under its time limit; any failure becomes an ``is_error`` result (and
+    the artifact paths the call asked for go)."""
+    timeout_ms = tool.timeout_ms or default_ms
+    try:
+        result = _run(tool, value, ctx, timeout_ms)
+        ctx.finish()
+    except ToolTimeout:
+        ctx.discard()
+        return failed(f"tool {tool.spec.name!r} timed out after {timeout_ms} ms")
+    except ToolInputError as exc:
+        ctx.discard()
+        return failed(f"tool {tool.spec.name!r}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - the tool's edge: the model is told, the host stays up
+        ctx.discard()
+        log.warning("tool %s failed: %s: %s", tool.spec.name, type(exc).__name__, exc)
+        return failed(f"tool {tool.spec.name!r} failed: {type(exc).__name__}: {exc}")
+    if not isinstance(result, ToolResult):
+        return failed(f"tool {tool.spec.name!r} answered a {type(result).__name__}, not a result")
+    return result
+
+
+def _run(tool: Tool, value: dict[str, Any], ctx: CallContext, timeout_ms: int) -> Any:
+    if tool.isolation == "process":
+        return run_in_process(tool, value, ctx, timeout_ms / 1000)
+    if getattr(tool, "bounded", False):  # runs in the sandbox, under its own limit
+        return tool.invoke(value, ctx)
+    return run_in_thread(lambda: tool.invoke(value, ctx), timeout_ms / 1000)
+
+
+def finish(result: ToolResult, ctx: CallContext, out: Any) -> ToolResult:
+    """The result after the tool_result hooks (a redaction replaces ``content``), with the
+    call's artifacts and events."""
+    if out is not None and out.result is not None and out.result != result.content:
+        result.content = out.result if isinstance(out.result, str) else _text(out.result)
+    result.artifacts = [*ctx.artifacts, *(a for a in result.artifacts if a not in ctx.artifacts)]
+    hook_events = list(out.events) if out is not None else []
+    result.events = [*ctx.events, *result.events, *hook_events]
+    return result
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def call_tool(
+    call: Call, tools: ToolSet, evaluate: Evaluate, artifacts: ArtifactStore, default_ms: int
+) -> ToolResult:
+    """The whole call path, synchronously (see the module docstring). ``tools`` stays open
+    until the call ends, even if a reload replaces it meanwhile."""
+    tools.enter()
+    try:
+        return _call_tool(call, tools, evaluate, artifacts, default_ms)
+    finally:
+        tools.leave()
+
+
+def _call_tool(
+    call: Call, tools: ToolSet, evaluate: Evaluate, artifacts: ArtifactStore, default_ms: int
+) -> ToolResult:
+    refused = unknown(tools, call)
+    if refused is not None:
+        return refused
+    tool = tools.tools[call.name]
+    fields = {"name": call.name, "input": _plain(call.input), "call_id": call.call_id}
+    try:
+        out = evaluate("tool_call", fields, **call.scope)
+    except EngineError as exc:  # the call's values are not an event (named in the message)
+        return failed(f"tool {call.name!r} was not called: {exc}")
+    checked = blocked_or_input(call, tool, tools, out)
+    if isinstance(checked, ToolResult):
+        return checked
+    ctx = context(call, artifacts)
+    result = execute(tool, checked, ctx, default_ms)
+    fields = {**fields, "input": checked, "result": result.content}
+    return finish(result, ctx, evaluate("tool_result", fields, **call.scope))
+
+
+async def acall_tool(
+    call: Call, tools: ToolSet, aevaluate: AEvaluate, artifacts: ArtifactStore, default_ms: int
+) -> ToolResult:
+    """``call_tool`` on the running event loop (the tool itself runs in a thread)."""
+    tools.enter()
+    try:
+        return await _acall_tool(call, tools, aevaluate, artifacts, default_ms)
+    finally:
+        tools.leave()
+
+
+async def _acall_tool(
+    call: Call, tools: ToolSet, aevaluate: AEvaluate, artifacts: ArtifactStore, default_ms: int
+) -> ToolResult:
+    import asyncio
+
+    refused = unknown(tools, call)
+    if refused is not None:
+        return refused
+    tool = tools.tools[call.name]
+    fields = {"name": call.name, "input": _plain(call.input), "call_id": call.call_id}
+    try:
+        out = await aevaluate("tool_call", fields, **call.scope)
+    except EngineError as exc:
+        return failed(f"tool {call.name!r} was not called: {exc}")
+    checked = blocked_or_input(call, tool, tools, out)
+    if isinstance(checked, ToolResult):
+        return checked
+    ctx = context(call, artifacts)
+    result = await asyncio.to_thread(execute, tool, checked, ctx, default_ms)
+    fields = {**fields, "input": checked, "result": result.content}
+    return finish(result, ctx, await aevaluate("tool_result", fields, **call.scope))
+
+
+def _plain(value: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(value)
