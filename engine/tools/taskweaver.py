@@ -10,6 +10,7 @@ sees, the rest is host-only ``data``, and a returned DataFrame becomes a ``df`` 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import inspect
 import itertools
 import json
@@ -18,7 +19,7 @@ import mimetypes
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -84,7 +85,9 @@ class PluginContext:
         """Store ``val`` as an artifact of the session; its id (TaskWeaver's signature)."""
         kind = _artifact_type(type)
         _check_file_name(file_name)
-        ident = self._ctx.add_artifact(name, file_name, kind, _artifact_value(kind, val), desc or "")
+        ident = self._ctx.add_artifact(
+            name, file_name, kind, _artifact_value(kind, val), desc or ""
+        )
         self.made.append((ident, name, kind))
         return ident
 
@@ -163,13 +166,11 @@ class TaskWeaverTool:
     tests: list[PluginTest] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     """Problems that only warn (short item descriptions), in compiler style."""
+    enabled: bool = True
+    """False: validated at load, never offered or called (the YAML's ``enabled``)."""
     kind: str = "taskweaver"
     timeout_ms: int | None = None
     isolation: Literal["thread", "process"] = "thread"
-
-    @property
-    def enabled(self) -> bool:
-        return self.schema.enabled
 
     def plugin(self, ctx: ToolContext) -> tuple[Plugin, PluginContext]:
         """A fresh plugin instance for one call, and its ``self.ctx``."""
@@ -227,8 +228,7 @@ class _BadReturn(Exception):
 
 
 def _read_frame(name: str, ref: Any, ctx: ToolContext) -> Any:
-    import pandas as pd  # the tools-data extra; checked at load
-
+    pd = importlib.import_module("pandas")  # the tools-data extra; checked at load
     if not isinstance(ref, str):
         raise ToolInputError(f"{name}: a DataFrame is given as an artifact id or CSV file name")
     path = ctx.artifact_path(ref)
@@ -252,7 +252,9 @@ def _returned(item: PluginItem, value: Any, plugin_ctx: PluginContext) -> Any:
     if value is None:
         raise _BadReturn(f"returned None for {item.name!r} (nothing to give the model)")
     if is_dataframe(value):
-        ident = plugin_ctx.add_artifact(item.name, f"{item.name}.csv", "df", value, item.description)
+        ident = plugin_ctx.add_artifact(
+            item.name, f"{item.name}.csv", "df", value, item.description
+        )
         return {"artifact": ident}
     if item.type == DATAFRAME:
         raise _BadReturn(f"returned {_kind(value)} for {item.name!r}, declared a DataFrame")
@@ -278,7 +280,9 @@ def _kind(value: Any) -> str:
 def _content_key(items: list[PluginItem], data: dict[str, Any]) -> str:
     texts = [item.name for item in items if isinstance(data[item.name], str)]
     if not texts:
-        raise _BadReturn("returned no text for the model (a TaskWeaver plugin returns a description)")
+        raise _BadReturn(
+            "returned no text for the model (a TaskWeaver plugin returns a description)"
+        )
     return "description" if "description" in texts else texts[-1]
 
 
@@ -327,7 +331,9 @@ def load_taskweaver(path: Path, data: dict[str, Any], ctx: LoadContext) -> list[
     for text in warnings:
         log.warning("%s", text)
     spec = ToolSpec(schema.name, tool_description(schema), input_schema(schema))
-    tool = TaskWeaverTool(spec, path, schema, plugin_class, registry.tests, warnings)
+    tool = TaskWeaverTool(
+        spec, path, schema, plugin_class, registry.tests, warnings, enabled=schema.enabled
+    )
     return [tool]
 
 
@@ -405,7 +411,9 @@ class PluginTestResult:
     """Why it failed: the exception's type and message."""
 
 
-def run_plugin_tests(tool: TaskWeaverTool, ctx: ToolContext | None = None) -> list[PluginTestResult]:
+def run_plugin_tests(
+    tool: TaskWeaverTool, ctx: ToolContext | None = None
+) -> list[PluginTestResult]:
     """Run the plugin's ``@test_plugin`` tests; each gets the plugin (called directly, with
     ``ctx`` as its ``self.ctx``: a scratch context in a temporary folder without one)."""
     if ctx is not None:
@@ -428,11 +436,12 @@ class ScratchContext:
     """A call context whose artifacts are files in ``folder`` (plugin tests; no store)."""
 
     def __init__(self, folder: Path, *, agent: str, tool: str, session_id: str = "test") -> None:
-        self.folder, self.agent, self.tool, self.session_id = folder, agent, tool, session_id
+        self.folder, self.agent, self.tool = folder, agent, tool
+        self.session_id: str | None = session_id
         self.user_id: str | None = None
         self.call_id: str | None = "test"
-        self.emit = None
-        self.ask = None
+        self.emit: Callable[[dict[str, Any]], None] | None = None
+        self.ask: Callable[[dict[str, Any]], Any] | None = None
         self.session_vars: dict[str, Any] = {}
         self.logs: list[tuple[str, str]] = []
         self._names: dict[str, str] = {}

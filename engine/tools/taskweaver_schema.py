@@ -6,6 +6,7 @@ unknown type is found at load, with the file, line and field, instead of by the 
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import json
 from pathlib import Path
@@ -147,9 +148,7 @@ def _pattern_message(loc: tuple[Any, ...], value: Any) -> str:
     return f"must be a Python identifier, got {value!r}"
 
 
-def _item_problems(
-    schema: PluginSchema, path: Path, ctx: LoadContext, shown: str
-) -> list[Problem]:
+def _item_problems(schema: PluginSchema, path: Path, ctx: LoadContext, shown: str) -> list[Problem]:
     problems = []
     for group, items in (("parameters", schema.parameters), ("returns", schema.returns)):
         seen: set[str] = set()
@@ -171,16 +170,44 @@ def _type_problems(
     if item.type in JSON_TYPES:
         return []
     if item.type != DATAFRAME:
+        close = _meant_type(item.type)
         known = ", ".join([*JSON_TYPES, DATAFRAME])
-        message, hint = f"unknown type {item.type!r}", f"types: {known}"
-        close = unknown_field(item.type, [*JSON_TYPES, DATAFRAME])[1]
-        hint = close if close and close.startswith("did you mean") else hint
-        return [_at(ctx, path, shown, (*at, "type"), message, hint)]
+        hint = f"did you mean {close!r}?" if close else f"types: {known}"
+        return [_at(ctx, path, shown, (*at, "type"), f"unknown type {item.type!r}", hint)]
     if not pandas_available():
         message = "DataFrame needs pandas, which is not installed"
         hint = "install the tools-data extra: pip install 'hookengine[tools-data]'"
         return [_at(ctx, path, shown, (*at, "type"), message, hint)]
     return []
+
+
+_TYPE_ALIASES = {
+    "string": "str",
+    "text": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "array": "list",
+    "tuple": "list",
+    "object": "dict",
+    "mapping": "dict",
+    "null": "None",
+    "nonetype": "None",
+    "pd.dataframe": DATAFRAME,
+}
+"""What authors write for a type (JSON Schema's words, typing's generics), and ours."""
+
+
+def _meant_type(written: str) -> str | None:
+    """The type an author most likely meant: ``List[int]`` -> ``list``, ``string`` -> ``str``."""
+    base = written.split("[", 1)[0].strip()
+    names = [*JSON_TYPES, DATAFRAME]
+    by_case = {name.lower(): name for name in names}
+    found = by_case.get(base.lower()) or _TYPE_ALIASES.get(base.lower())
+    if found:
+        return found
+    close = difflib.get_close_matches(base, names, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def _at(

@@ -114,7 +114,7 @@ def run_plugin_file(path: Path, module_name: str) -> tuple[types.ModuleType, Reg
             exec(code, module.__dict__)
         except ImportError as exc:
             raise LoadFailure(_line_in(exc, path), *_import_message(exc)) from exc
-        except Exception as exc:  # noqa: BLE001 - user code at load: reported, host stays up
+        except Exception as exc:  # user code at load: reported with its line, host stays up
             message = f"raised {type(exc).__name__} while loading: {exc}"
             raise LoadFailure(_line_in(exc, path), message) from exc
     return module, registry
