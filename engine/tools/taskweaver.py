@@ -9,12 +9,14 @@ sees, the rest is host-only ``data``, and a returned DataFrame becomes a ``df`` 
 
 from __future__ import annotations
 
+import copy
 import importlib
 import inspect
 import itertools
 import json
 import logging
 import re
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -70,6 +72,8 @@ class TaskWeaverTool:
     """Problems that only warn (short item descriptions), in compiler style."""
     enabled: bool = True
     """False: validated at load, never offered or called (the YAML's ``enabled``)."""
+    module_name: str = ""
+    """The plugin file's module in ``sys.modules`` (removed by ``close``)."""
     kind: str = "taskweaver"
     timeout_ms: int | None = None
     isolation: Literal["thread", "process"] = "thread"
@@ -77,7 +81,7 @@ class TaskWeaverTool:
     def plugin(self, ctx: ToolContext) -> tuple[Plugin, PluginContext]:
         """A fresh plugin instance for one call, and its ``self.ctx``."""
         plugin_ctx = PluginContext(ctx, self.schema.name)
-        config = dict(self.schema.configurations or {})
+        config = copy.deepcopy(self.schema.configurations or {})
         return self.plugin_class(self.schema.name, plugin_ctx, config), plugin_ctx
 
     def invoke(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
@@ -91,6 +95,9 @@ class TaskWeaverTool:
         plugin, plugin_ctx = self.plugin(ctx)
         try:
             result = plugin(**kwargs)
+        except SystemExit as exc:  # trusted code, but sys.exit() must not end the host
+            message = f"plugin {self.spec.name!r} called sys.exit({exc.code!r})"
+            return ToolResult(content=message, is_error=True)
         except ImportError as exc:
             name = exc.name or str(exc)
             message = f"plugin {self.spec.name!r} needs module {name!r}, which cannot be imported"
@@ -103,7 +110,8 @@ class TaskWeaverTool:
         return out
 
     def close(self) -> None:
-        """Nothing to release: the module is dropped with the tool."""
+        """Forget the plugin's module (its classes go when the last call ends)."""
+        sys.modules.pop(self.module_name, None)
 
     def _arguments(self, input: Mapping[str, Any], ctx: ToolContext) -> dict[str, Any]:
         kwargs = dict(input)
@@ -204,19 +212,23 @@ def load_taskweaver(path: Path, data: dict[str, Any], ctx: LoadContext) -> list[
     shown = show(path)
     schema = parse_schema(path, data, ctx, shown)
     code = _code_path(path, schema, ctx, shown)
+    module_name = f"hookengine_taskweaver_{next(_SERIAL)}"
     try:
-        _, registry = run_plugin_file(code, f"hookengine_taskweaver_{next(_SERIAL)}")
+        _, registry = run_plugin_file(code, module_name)
     except LoadFailure as exc:
         raise ToolLoadError([Problem(show(code), exc.line, None, exc.message, exc.hint)]) from exc
-    plugin_class = _one_plugin(registry.plugins, code)
-    _check_arguments(plugin_class, schema, path, ctx, shown)
+    try:
+        plugin_class = _one_plugin(registry.plugins, code)
+        _check_arguments(plugin_class, schema, path, ctx, shown)
+    except ToolLoadError:
+        sys.modules.pop(module_name, None)
+        raise
     warnings = schema_warnings(schema, path, ctx, shown)
     for text in warnings:
         log.warning("%s", text)
     spec = ToolSpec(schema.name, tool_description(schema), input_schema(schema))
-    tool = TaskWeaverTool(
-        spec, path, schema, plugin_class, registry.tests, warnings, enabled=schema.enabled
-    )
+    tool = TaskWeaverTool(spec, path, schema, plugin_class, registry.tests, warnings)
+    tool.enabled, tool.module_name = schema.enabled, module_name
     return [tool]
 
 

@@ -101,7 +101,10 @@ def run_plugin_file(path: Path, module_name: str) -> tuple[types.ModuleType, Reg
         LoadFailure: the file did not compile, an import failed (naming the module), or it
             raised while running.
     """
-    source = path.read_text(encoding="utf-8")
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LoadFailure(None, f"cannot read the plugin file: {exc}") from exc
     try:
         code = compile(source, str(path), "exec")
     except SyntaxError as exc:
@@ -109,15 +112,26 @@ def run_plugin_file(path: Path, module_name: str) -> tuple[types.ModuleType, Reg
     module = types.ModuleType(module_name)
     module.__file__ = str(path)
     registry = Registry()
-    with _shim(registry):
-        try:
-            exec(code, module.__dict__)
-        except ImportError as exc:
-            raise LoadFailure(_line_in(exc, path), *_import_message(exc)) from exc
-        except Exception as exc:  # user code at load: reported with its line, host stays up
-            message = f"raised {type(exc).__name__} while loading: {exc}"
-            raise LoadFailure(_line_in(exc, path), message) from exc
+    # registered under its own unique name (dataclasses and pickle look classes up there);
+    # the tool's close() removes it
+    sys.modules[module_name] = module
+    try:
+        with _shim(registry):
+            _run(code, module, path)
+    except LoadFailure:
+        sys.modules.pop(module_name, None)
+        raise
     return module, registry
+
+
+def _run(code: types.CodeType, module: types.ModuleType, path: Path) -> None:
+    try:
+        exec(code, module.__dict__)
+    except ImportError as exc:
+        raise LoadFailure(_line_in(exc, path), *_import_message(exc)) from exc
+    except (Exception, SystemExit) as exc:  # user code at load: reported, the host stays up
+        message = f"raised {type(exc).__name__} while loading: {exc}"
+        raise LoadFailure(_line_in(exc, path), message) from exc
 
 
 def _import_message(exc: ImportError) -> tuple[str, str | None]:

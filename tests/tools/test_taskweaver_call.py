@@ -329,3 +329,26 @@ def test_saves(api_call):
         tool = load(write_plugin(Path(folder), yaml, py))
     (result,) = run_plugin_tests(tool)
     assert (result.name, result.passed, result.error) == ("test_saves", True, None)
+
+
+def test_sys_exit_in_a_call_is_an_error_result_and_the_host_stays_up(tmp_path: Path) -> None:
+    result = _call(tmp_path, ["description: str"], "raise SystemExit(2)")
+    assert (result.is_error, result.content) == (True, "plugin 'p' called sys.exit(2)")
+
+
+def test_nested_configurations_are_copied_per_call(tmp_path: Path) -> None:
+    py = """\
+from taskweaver.plugin import Plugin, register_plugin
+
+
+@register_plugin
+class Appender(Plugin):
+    def __call__(self, a):
+        self.config["seen"]["values"].append(a)
+        return f"seen={self.config['seen']['values']}"
+"""
+    yaml = _yaml(["a: int"], ["description: str"]) + "configurations:\n  seen:\n    values: []\n"
+    tool = load(write_plugin(tmp_path, yaml, py))
+    ctx = FolderContext(tmp_path)
+    assert tool.invoke({"a": 1}, ctx).content == "seen=[1]"
+    assert tool.invoke({"a": 2}, ctx).content == "seen=[2]"

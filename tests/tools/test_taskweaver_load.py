@@ -394,3 +394,40 @@ def test_the_code_file_must_not_be_a_link_out_of_the_folder(tmp_path: Path) -> N
     (folder / "evil.py").symlink_to(outside / "evil.py")
     (problem,) = load_problems(path)
     assert (problem.field, problem.line) == ("code", 12)
+
+
+def test_a_plugin_module_is_importable_by_name_until_the_tool_closes(tmp_path: Path) -> None:
+    py = "from __future__ import annotations\n\nfrom dataclasses import dataclass\n\n" + (
+        SAMPLE_PY.replace(
+            "@register_plugin",
+            "@dataclass\nclass Row:\n    a: int\n\n\n@register_plugin",
+        ).replace('return f"the sum is {a}"', 'return f"the sum is {Row(a).a}"')
+    )
+    tool = load(write_plugin(tmp_path, SAMPLE_YAML, py, name="sample"))
+    assert sys.modules[tool.module_name].__file__ == str(tmp_path / "sample.py")
+    tool.close()
+    assert tool.module_name not in sys.modules
+
+
+def test_a_failed_load_leaves_no_module_behind(tmp_path: Path) -> None:
+    before = set(sys.modules)
+    for i, py in enumerate(
+        ["raise SystemExit(3)\n", "x = 1\n", SAMPLE_PY.replace("(self, a)", "(self)")]
+    ):
+        load_problems(write_plugin(tmp_path / str(i), SAMPLE_YAML, py, name="sample"))
+    assert {m for m in set(sys.modules) - before if m.startswith("hookengine_taskweaver")} == set()
+
+
+def test_sys_exit_while_loading_is_a_load_error(tmp_path: Path) -> None:
+    (problem,) = load_problems(
+        write_plugin(tmp_path, SAMPLE_YAML, "raise SystemExit(3)\n", "sample")
+    )
+    assert (problem.line, problem.message) == (1, "raised SystemExit while loading: 3")
+
+
+def test_an_unreadable_plugin_file_is_a_load_error(tmp_path: Path) -> None:
+    path = write_plugin(tmp_path, SAMPLE_YAML, None, name="sample")
+    (tmp_path / "sample.py").write_bytes(b"x = '\xff\xfe'\n")
+    (problem,) = load_problems(path)
+    assert problem.path == show(tmp_path / "sample.py")
+    assert problem.message.startswith("cannot read the plugin file")
