@@ -26,8 +26,8 @@ def _block(language: str, first_line: str) -> str:
 def test_the_first_plugin_example_runs_as_shown(tmp_path: Path) -> None:
     tools = tmp_path / "tools"
     tools.mkdir()
-    (tools / "word_stats.yaml").write_text(_block("yaml", "# tools/word_stats.yaml"))
-    (tools / "word_stats.py").write_text(_block("python", "# tools/word_stats.py"))
+    (tools / "word_stats.yaml").write_text(_block("yaml", "name: word_stats"))
+    (tools / "word_stats.py").write_text(_block("python", "from collections import Counter"))
     tool = load(tools / "word_stats.yaml")
     result = tool.invoke({"text": "The cat saw the dog"}, FolderContext(tmp_path))
     shown = json.loads(_block("json", "{"))
