@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 SHIM_NAMES = ("taskweaver", "taskWeaver")
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # reentrant: a plugin file may itself load a plugin
 
 
 class Plugin:

@@ -431,3 +431,35 @@ def test_an_unreadable_plugin_file_is_a_load_error(tmp_path: Path) -> None:
     (problem,) = load_problems(path)
     assert problem.path == show(tmp_path / "sample.py")
     assert problem.message.startswith("cannot read the plugin file")
+
+
+def test_a_plugin_file_that_loads_a_plugin_keeps_both_registrations(tmp_path: Path) -> None:
+    inner = write_plugin(tmp_path / "inner", SAMPLE_YAML, SAMPLE_PY, name="sample")
+    outer_py = f"""\
+from taskweaver.plugin import Plugin, register_plugin
+from tests.tools.taskweaver_support import load
+
+INNER = load(__import__("pathlib").Path({str(inner)!r}))
+
+
+@register_plugin
+class Outer(Plugin):
+    def __call__(self, a):
+        return INNER.plugin_class.__name__
+"""
+    done: list[TaskWeaverTool] = []
+    outer = write_plugin(tmp_path / "outer", SAMPLE_YAML, outer_py, name="sample")
+    thread = threading.Thread(target=lambda: done.append(load(outer)), daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    assert done, "loading a plugin from a plugin file deadlocked"
+    assert done[0].plugin_class.__name__ == "Outer"
+    assert "taskweaver" not in sys.modules
+
+
+def test_a_function_plugin_declares_only_its_own_arguments(tmp_path: Path) -> None:
+    py = "from taskweaver.plugin import register_plugin\n\n\n@register_plugin\n"
+    py += "def sample(b):\n    return str(b)\n"
+    (problem,) = load_problems(write_plugin(tmp_path, SAMPLE_YAML, py, name="sample"))
+    assert (problem.line, problem.field) == (4, "parameters[0].name")
+    assert problem.hint == "arguments: b"
