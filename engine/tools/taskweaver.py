@@ -105,8 +105,8 @@ class TaskWeaverTool:
         try:
             out = self._result(result, plugin_ctx)
         except _BadReturn as exc:
-            return ToolResult(content=f"plugin {self.spec.name!r} {exc}", is_error=True)
-        out.artifacts = artifact_rows(plugin_ctx.made, ctx)
+            out = ToolResult(content=f"plugin {self.spec.name!r} {exc}", is_error=True)
+        out.artifacts = artifact_rows(plugin_ctx.made, ctx)  # made even when the return is bad
         return out
 
     def close(self) -> None:

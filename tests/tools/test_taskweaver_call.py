@@ -352,3 +352,10 @@ class Appender(Plugin):
     ctx = FolderContext(tmp_path)
     assert tool.invoke({"a": 1}, ctx).content == "seen=[1]"
     assert tool.invoke({"a": 2}, ctx).content == "seen=[2]"
+
+
+def test_artifacts_made_before_a_bad_return_are_still_listed(tmp_path: Path) -> None:
+    body = "self.ctx.add_artifact('kept', 'kept.txt', 'txt', 'made')\n        return None"
+    result = _call(tmp_path, ["description: str"], body)
+    assert result.is_error
+    assert [(a["name"], a["bytes"]) for a in result.artifacts] == [("kept", 4)]
