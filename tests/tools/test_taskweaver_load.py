@@ -463,3 +463,22 @@ def test_a_function_plugin_declares_only_its_own_arguments(tmp_path: Path) -> No
     (problem,) = load_problems(write_plugin(tmp_path, SAMPLE_YAML, py, name="sample"))
     assert (problem.line, problem.field) == (4, "parameters[0].name")
     assert problem.hint == "arguments: b"
+
+
+def test_loading_the_engine_module_imports_neither_pandas_nor_a_shim() -> None:
+    import subprocess
+
+    code = (
+        "import sys, engine.tools.taskweaver; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pandas', 'numpy', 'taskweaver', 'taskWeaver')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parents[2],
+        check=True,
+    )
+    assert done.stdout.strip() == "[]"
