@@ -87,6 +87,7 @@ DOC_FILES = [
     "langchain.md",
     "openai-agents.md",
     "tools.md",
+    "tools-taskweaver.md",
 ]
 
 
