@@ -118,6 +118,7 @@ DOC_FILES = [
     "mcp.md",
     "langchain.md",
     "openai-agents.md",
+    "tools-openwebui.md",
 ]
 
 

@@ -225,7 +225,11 @@ def _importable(requirement: str) -> bool:
         importlib.metadata.distribution(name)
         return True
     except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
         return importlib.util.find_spec(name.replace("-", "_").lower()) is not None
+    except (ImportError, ValueError):  # a dotted name whose parent package is missing
+        return False
 
 
 @contextmanager

@@ -53,9 +53,12 @@ def test_a_dynamic_open_webui_import_is_a_load_error_too(tmp_path: Path) -> None
 
 
 def test_a_missing_requirement_is_a_load_error_and_is_never_installed(tmp_path: Path) -> None:
-    source = '"""\ntitle: x\nRequirements: aiohttp, surely-not-installed-pkg>=1.0\n"""\n' + PLAIN
+    source = (
+        '"""\ntitle: x\nRequirements: aiohttp, surely-not-installed-pkg>=1.0, nopkg.sub\n"""\n'
+        + PLAIN
+    )
     problems = load_error(tmp_path, "req", source)
-    assert len(problems) == 1
+    assert [p.message for p in problems][1:] == ["'nopkg.sub' is not installed"]
     assert (problems[0].line, problems[0].field) == (3, "requirements")
     assert problems[0].message == "'surely-not-installed-pkg>=1.0' is not installed"
     assert "never installs" in (problems[0].hint or "")
