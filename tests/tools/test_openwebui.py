@@ -460,3 +460,27 @@ def test_close_forgets_the_toolkits_module(tmp_path: Path) -> None:
     assert name in sys.modules
     tool.close()
     assert name not in sys.modules
+
+
+EXITS = """
+import sys
+
+
+class Tools:
+    def quit_sync(self) -> str:
+        sys.exit(2)
+
+    async def quit_async(self) -> str:
+        sys.exit("bye")
+"""
+
+
+def test_a_method_calling_exit_fails_the_call_and_not_the_host(tmp_path: Path) -> None:
+    tools = load(tmp_path, "exits", EXITS)
+    ctx = FakeToolContext(tmp_path)
+    with pytest.raises(RuntimeError, match=r"the tool called exit\(2\)"):
+        tools["quit_sync"].invoke({}, ctx)
+    with pytest.raises(RuntimeError, match=r"the tool called exit\('bye'\)"):
+        tools["quit_async"].invoke({}, ctx)
+    with pytest.raises(RuntimeError, match=r"the tool called exit\(2\)"):
+        asyncio.run(tools["quit_sync"].ainvoke({}, ctx))

@@ -160,3 +160,14 @@ def test_a_failed_load_leaves_root_logging_as_it_was(tmp_path: Path) -> None:
     )
     assert load_error(tmp_path, "logs", source)[0].message == "raised ValueError: late"
     assert (root.level, list(root.handlers)) == before
+
+
+def test_exit_at_import_is_a_load_error_and_the_host_stays_up(tmp_path: Path) -> None:
+    problem = load_error(tmp_path, "quits", "import sys\nsys.exit(3)\n" + PLAIN)[0]
+    assert (problem.line, problem.message) == (2, "raised SystemExit: 3")
+
+
+def test_valves_that_are_not_a_pydantic_model_are_a_load_error(tmp_path: Path) -> None:
+    source = "class Tools:\n    class Valves:\n        key = 'x'\n\n" + PLAIN.split("\n", 1)[1]
+    problem = load_error(tmp_path, "odd", source, valves={"key": "y"})[0]
+    assert (problem.field, problem.message) == ("Valves", "Valves is not a pydantic BaseModel")
