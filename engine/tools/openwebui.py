@@ -94,8 +94,11 @@ def _validate(path: Path, data: dict[str, Any], ctx: LoadContext) -> OpenWebUICo
 
 def _source_path(path: Path, config: OpenWebUIConfig, ctx: LoadContext) -> Path:
     """The toolkit file: a ``.py`` inside the config folder's parent (no traversal out)."""
-    where = (path.parent / config.file).resolve()
     line = ctx.line(path, "file")
+    try:
+        where = (path.parent / config.file).resolve()
+    except (OSError, ValueError) as exc:  # a NUL byte, a symlink loop
+        raise load_error(path, line, "file", f"{config.file!r}: {exc}") from exc
     if where.suffix != ".py":
         raise load_error(path, line, "file", f"{config.file!r} is not a .py file")
     if not where.is_relative_to(ctx.base_dir.resolve()):

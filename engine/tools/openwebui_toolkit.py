@@ -203,6 +203,10 @@ class Toolkit:
             raise load_error(
                 self.path, line, name, "not a valid tool name", f"match {NAME_PATTERN}"
             )
+        try:
+            inspect.signature(method)
+        except (TypeError, ValueError) as exc:  # a builtin callable attribute, say
+            raise load_error(self.path, line, name, f"no signature to read: {exc}") from exc
         defaults = _reserved_defaults(self.path, line, name, method)
         try:
             spec = function_spec(name, method)
@@ -254,16 +258,23 @@ def _model_problems(
     ctx: LoadContext,
     *prefix: str,
 ) -> list[Problem]:
+    """Every problem of ``values`` for ``model``: unknown keys (which a ``Valves`` class would
+    silently ignore), then what the model refuses."""
     problems = []
     for key in values:
         if key not in model.model_fields:
             message, hint = unknown_field(key, list(model.model_fields))
             where = ".".join((*prefix, key))
             problems.append(Problem(str(path), ctx.line(path, *prefix, key), where, message, hint))
+    known = {key: value for key, value in values.items() if key in model.model_fields}
     try:
-        model(**values)
+        model(**known)
     except ValidationError as exc:
         problems += problems_of(exc, path, ctx, model, *prefix)
+    except Exception as exc:  # noqa: BLE001 - a toolkit validator raised: a load error
+        where = ".".join(prefix)
+        message = f"{model.__name__} raised {type(exc).__name__}: {exc}"
+        problems.append(Problem(str(path), ctx.line(path, *prefix), where, message))
     return problems
 
 

@@ -171,3 +171,50 @@ def test_valves_that_are_not_a_pydantic_model_are_a_load_error(tmp_path: Path) -
     source = "class Tools:\n    class Valves:\n        key = 'x'\n\n" + PLAIN.split("\n", 1)[1]
     problem = load_error(tmp_path, "odd", source, valves={"key": "y"})[0]
     assert (problem.field, problem.message) == ("Valves", "Valves is not a pydantic BaseModel")
+
+
+RAISING_VALIDATOR = """
+from pydantic import BaseModel, field_validator
+
+
+class Tools:
+    class Valves(BaseModel):
+        region: str = "eu"
+
+        @field_validator("region")
+        @classmethod
+        def known(cls, value: str) -> str:
+            if value not in ("eu", "us"):
+                raise ValueError("region must be eu or us")
+            if value == "us":
+                raise LookupError("no us servers today")
+            return value
+
+    def ping(self) -> str:
+        return "pong"
+"""
+
+
+def test_a_valves_validator_message_is_the_error_and_the_host_stays_up(tmp_path: Path) -> None:
+    problem = load_error(tmp_path, "val", RAISING_VALIDATOR, valves={"region": "mars"})[0]
+    assert (problem.line, problem.field) == (4, "valves.region")
+    assert problem.message == "region must be eu or us"
+    problem = load_error(tmp_path, "val", RAISING_VALIDATOR, valves={"region": "us"})[0]
+    assert (problem.field, problem.message) == (
+        "valves",
+        "Valves raised LookupError: no us servers today",
+    )
+
+
+def test_a_builtin_callable_attribute_without_a_signature_is_a_load_error(tmp_path: Path) -> None:
+    source = "class Tools:\n    def __init__(self):\n        self.build = min\n"
+    problem = load_error(tmp_path, "builtin", source)[0]
+    assert problem.field == "build" and problem.message.startswith("no signature to read")
+
+
+def test_a_file_name_with_a_nul_byte_is_a_load_error(tmp_path: Path) -> None:
+    path = write_toolkit(tmp_path, "string_reverse")
+    data = {"kind": "openwebui_tools", "file": "a\0b.py"}
+    with pytest.raises(ToolLoadError) as exc:
+        load_openwebui(path, data, FakeLoadContext(tmp_path))
+    assert exc.value.problems[0].field == "file"
