@@ -25,13 +25,18 @@ class OpenWebUITool:
 
     spec: ToolSpec
     path: Path
+    """The toolkit's ``.py`` file."""
     enabled: bool
     timeout_ms: int | None
     toolkit: Toolkit
+    """The toolkit the method belongs to (shared by its methods: valves, user valves)."""
     method: Callable[..., Any]
+    """The bound method of the toolkit's ``Tools`` instance."""
     defaulted: frozenset[str] = frozenset()
+    """The ``__`` arguments left at their declared default (warned about at load)."""
     kind: str = "openwebui_tools"
     isolation: Literal["thread", "process"] = "thread"
+    """Always ``thread``: a toolkit is trusted in-process code, as in Open WebUI."""
 
     def invoke(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         """Run the method on ``input`` (an async method in its own event loop).
