@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from engine.tools.openwebui_specs import (
     parse_param_docs,
     parse_requirements,
 )
+from tests.conftest import REPO
 from tests.tools.openwebui_oracle import GOLDEN, derive, toolkit_files
 from tests.tools.openwebui_support import load, spec_dict
 
@@ -112,3 +114,15 @@ def test_frontmatter_keys_are_case_insensitive_and_need_the_opening_quotes_alone
     assert parse_frontmatter('"""title: x\n"""') == {}
     assert parse_frontmatter('# title: x\n"""\ntitle: y\n"""') == {}
     assert parse_frontmatter('"""\ntitle: a\n"""\n"""\nauthor: b\n"""') == {"title": "a"}
+
+
+def test_the_engine_never_imports_langchain_or_open_webui() -> None:
+    for path in sorted((REPO / "engine" / "tools").glob("openwebui*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.append(node.module)
+            for name in names:
+                assert name.split(".")[0] not in ("langchain", "langchain_core", "open_webui"), (
+                    f"{path.name} imports {name}"
+                )
