@@ -88,6 +88,7 @@ DOC_FILES = [
     "openai-agents.md",
     "tools.md",
     "tools-taskweaver.md",
+    "tools-openwebui.md",
 ]
 
 
