@@ -33,6 +33,7 @@ from engine.tools.base import (
     ToolLoadError,
     ToolResult,
     ToolSpec,
+    ToolTestResult,
 )
 from engine.tools.taskweaver_context import (
     PluginContext,
@@ -108,6 +109,13 @@ class TaskWeaverTool:
             out = ToolResult(content=f"plugin {self.spec.name!r} {exc}", is_error=True)
         out.artifacts = artifact_rows(plugin_ctx.made, ctx)  # made even when the return is bad
         return out
+
+    def run_tests(self, ctx: ToolContext) -> list[ToolTestResult]:
+        """The plugin's ``@test_plugin`` tests, as ``hookengine tools test`` reports them."""
+        return [
+            ToolTestResult(self.spec.name, r.name, r.passed, r.error or "")
+            for r in run_plugin_tests(self, ctx)
+        ]
 
     def close(self) -> None:
         """Forget the plugin's module (its classes go when the last call ends)."""
