@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 from collections.abc import Iterable
@@ -144,3 +145,9 @@ def fill(template: str, **values: str) -> str:
     for name, value in values.items():
         template = template.replace("{{" + name + "}}", value)
     return template
+
+
+def question_key(question: str) -> str:
+    """The identity of a question: case, spacing and punctuation do not matter."""
+    norm = " ".join("".join(c if c.isalnum() else " " for c in question.casefold()).split())
+    return hashlib.sha256(norm.encode()).hexdigest()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from engine.store.faq import question_key
+from engine.text import question_key
 
 KEPT = 10_000
 """Turns remembered (the oldest marks go first)."""

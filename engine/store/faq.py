@@ -3,7 +3,6 @@ search of the questions (engine/store/fulltext.py)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 
 import sqlalchemy as sa
@@ -12,15 +11,10 @@ from engine.store import fulltext
 from engine.store.db import Database, inserted_key
 from engine.store.models import FaqPair
 from engine.store.schema import faq_table
+from engine.text import question_key
 
 INDEX = "faq_index"
 MAX_TERM = 100
-
-
-def question_key(question: str) -> str:
-    """The identity of a question: case, spacing and punctuation do not matter."""
-    norm = " ".join("".join(c if c.isalnum() else " " for c in question.casefold()).split())
-    return hashlib.sha256(norm.encode()).hexdigest()
 
 
 def clip_terms(terms: Iterable[str]) -> list[str]:
