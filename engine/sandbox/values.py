@@ -84,6 +84,8 @@ def finish(
         "emits": out["emits"],
         "state_writes": out["state_writes"],
         "state_ttls": out["state_ttls"],
+        "entries_added": out.get("entries_added", []),
+        "entries_read": out.get("entries_read", False),
         "duration_ms": duration_ms,
     }
 
