@@ -348,8 +348,9 @@ class HostEntries:
     """host.entries: the conversation's entries as loaded before the call, plus this call's
     adds (read-your-writes); the adds come back in the answer and the host stores them.
 
-    ``snapshot`` is None when the host did not load entries (a script that never mentions
-    them): listing then fails rather than answer an empty conversation.
+    ``snapshot`` is None when the call has no conversation (no session_id) or the host did
+    not load entries (a script that never mentions them): adding and listing then fail
+    rather than lose an entry or answer an empty conversation.
     """
 
     __slots__ = ("_added", "_limits", "_out", "_snapshot")
@@ -368,9 +369,14 @@ class HostEntries:
         if not kind:
             raise TypeError(f"{where}: kind must not be empty")
 
+    def _conversation(self, where: str) -> None:
+        if self._snapshot is None:
+            raise TypeError(f"{where}: this call has no conversation (the event has no session_id)")
+
     def add(self, kind: str, data: Any) -> None:
         limits = self._limits
         self._kind("host.entries.add", kind)
+        self._conversation("host.entries.add")
         copy = _plain_copy(
             "host.entries.add: data", data, limits["max_depth"], limits["max_entry_bytes"]
         )
@@ -382,8 +388,7 @@ class HostEntries:
         self._kind("host.entries.list", kind)
         if last is not None and not (type(last) is int and last >= 0):
             raise TypeError("host.entries.list: last must be a whole number >= 0 or None")
-        if self._snapshot is None:
-            raise TypeError("host.entries.list: entries were not loaded for this call")
+        self._conversation("host.entries.list")
         self._out["entries_read"] = True
         found = [e for e in (*self._snapshot, *self._added) if e["kind"] == kind]
         if last is not None:

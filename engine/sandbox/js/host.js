@@ -49,6 +49,9 @@
       checkText(where, "kind", k, L.max_entry_kind_chars);
       if (k.length === 0) { fail(where, "kind must not be empty"); }
     }
+    function conversation(where) {
+      if (req.entries === null || req.entries === undefined) { fail(where, "this call has no conversation (the event has no session_id)"); }
+    }
     function lastOf(opts) {
       var n = opts;
       if (opts !== null && typeof opts === "object" && !isArray(opts)) {
@@ -63,6 +66,7 @@
     return {
       entriesAdd: function add(k, data) {
         entryKind("host.entries.add", k);
+        conversation("host.entries.add");
         if (data === undefined) { fail("host.entries.add", "data must be JSON"); }
         var v = parse(h.toJSON(data, L.max_depth, L.max_entry_bytes, "host.entries.add: data"));
         if (added.length >= L.max_entry_adds) { fail("host.entries.add", "more than " + L.max_entry_adds + " entries"); }
@@ -72,7 +76,7 @@
       entriesList: function list(k, opts) {
         entryKind("host.entries.list", k);
         var last = lastOf(opts), found = [], all = [], i;
-        if (req.entries === null || req.entries === undefined) { fail("host.entries.list", "entries were not loaded for this call"); }
+        conversation("host.entries.list");
         out.entries_read = true;
         for (i = 0; i < req.entries.length; i++) { all.push(req.entries[i]); }
         for (i = 0; i < added.length; i++) { all.push(added[i]); }
