@@ -77,9 +77,7 @@ class ScriptHook(SpecHook):
             return call
         state: dict[str, Any] = {}
         if self.uses_state:
-            state = ctx.store.state_load(
-                self._state_key(ctx), ctx.scope_key, now=event.get("time")
-            )
+            state = ctx.store.state_load(self._state_key(ctx), ctx.scope_key, now=event.get("time"))
         # the answer may now depend on what this user's state holds
         if state and point is Point.BEFORE_USER_MESSAGE and ctx.scope.user_id and self.personal:
             why = f"script hook {self.name} read the user's state"

@@ -343,8 +343,7 @@ def _call_part(
         raise _not_json(exc, call) from exc
     if event_size + len(config_text) + len(state_text) > call.limits.max_input_bytes:
         raise ScriptRuntimeError(
-            f"event, config, state and entries are larger than {call.limits.max_input_bytes} "
-            "bytes",
+            f"event, config, state and entries are larger than {call.limits.max_input_bytes} bytes",
             language=call.script.language.value,
         )
     script: dict[str, Any] = {"key": call.script.key, "filename": call.script.filename}
@@ -504,7 +503,9 @@ def answer_cap(limits: Limits) -> int:
         + limits.max_state_keys
         * (limits.max_state_value_bytes + 2 * limits.max_state_key_chars + 32)
         * escaped
-        + limits.max_entry_adds * (limits.max_entry_bytes + limits.max_entry_kind_chars + 32) * escaped
+        + limits.max_entry_adds
+        * (limits.max_entry_bytes + limits.max_entry_kind_chars + 32)
+        * escaped
         + 65_536
     )
 

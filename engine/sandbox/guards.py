@@ -390,7 +390,7 @@ class HostEntries:
             raise TypeError("host.entries.list: last must be a whole number >= 0 or None")
         self._conversation("host.entries.list")
         self._out["entries_read"] = True
-        found = [e for e in (*self._snapshot, *self._added) if e["kind"] == kind]
+        found = [e for e in (*(self._snapshot or ()), *self._added) if e["kind"] == kind]
         if last is not None:
             found = found[len(found) - last :] if last else []
         return json.loads(json.dumps([{"data": e["data"], "turn": e.get("turn")} for e in found]))

@@ -86,4 +86,6 @@ class EntryTables(Database):
         column = {"session": t.c.session_id, "user": t.c.user_id}.get(kind)
         if column is None or not value:
             return 0
-        return int(self._write(lambda conn: conn.execute(t.delete().where(column == value)).rowcount))
+        return int(
+            self._write(lambda conn: conn.execute(t.delete().where(column == value)).rowcount)
+        )

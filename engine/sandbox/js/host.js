@@ -68,7 +68,13 @@
         entryKind("host.entries.add", k);
         conversation("host.entries.add");
         if (data === undefined) { fail("host.entries.add", "data must be JSON"); }
-        var v = parse(h.toJSON(data, L.max_depth, L.max_entry_bytes, "host.entries.add: data"));
+        var v;
+        try {
+          v = parse(h.toJSON(data, L.max_depth, L.max_entry_bytes, "host.entries.add: data"));
+        } catch (e) {
+          if (e instanceof TypeError && !e.heHost && /circular/i.test(e.message)) { fail("host.entries.add", "data: contains a cycle"); }
+          throw e;
+        }
         if (added.length >= L.max_entry_adds) { fail("host.entries.add", "more than " + L.max_entry_adds + " entries"); }
         added.push({ kind: k, data: v });
         return null;

@@ -293,9 +293,11 @@ globalThis.__he = (function (g) {
          Joined, never added: a long sum is a rope string, which the binding cannot return. */
       return ['{"ok":true,"value":', value, ',"logs":[],"emits":[],"state_writes":{},"state_ttls":{}}'].join("");
     }
+    /* entries_* only when the call used host.entries: every other answer stays as it was */
+    var entries = out.entries_added.length === 0 && !out.entries_read ? "" :
+      [',"entries_added":', stringify(out.entries_added), ',"entries_read":', out.entries_read ? "true" : "false"].join("");
     return ['{"ok":true,"value":', value, ',"logs":', stringify(out.logs), ',"emits":', stringify(out.emits),
-      ',"state_writes":', stringify(out.state_writes), ',"state_ttls":', stringify(out.state_ttls),
-      ',"entries_added":', stringify(out.entries_added), ',"entries_read":', out.entries_read ? "true" : "false", "}"].join("");
+      ',"state_writes":', stringify(out.state_writes), ',"state_ttls":', stringify(out.state_ttls), entries, "}"].join("");
   }
 
   /* The whole request as one JSON line (config included, parsed anew every call). */
