@@ -86,6 +86,8 @@ DOC_FILES = [
     "mcp.md",
     "langchain.md",
     "openai-agents.md",
+    "builtins-entries.md",
+    "builtins-compaction.md",
 ]
 
 

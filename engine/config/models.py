@@ -138,7 +138,7 @@ class HookBase(Strict):
     """Fields every hook has."""
 
     kind: str
-    """Selects the hook's kind: inject, escalate, faq_cache, memory, script_hook."""
+    """Selects the hook's kind: inject, escalate, faq_cache, memory, script_hook, compaction."""
     name: str = Field(pattern=r"^[A-Za-z0-9_.\-]{1,100}$")
     """Unique within an agent; records and errors use it."""
     description: str = ""

@@ -84,7 +84,7 @@ def history(turns: int) -> list[dict[str, str]]:
             {"role": "user", "content": f"question {n}. More words here."},
             {"role": "assistant", "content": f"answer {n}. Details follow."},
         ]
-    return messages + [{"role": "user", "content": f"question {turns + 1}"}]
+    return [*messages, {"role": "user", "content": f"question {turns + 1}"}]
 
 
 def test_over_sixty_turns_folds_happen_exactly_at_31_42_and_53(
