@@ -525,6 +525,27 @@ class Agent:
 
         return listed(self.engine.store, self.name, session_id, kind, last=last)
 
+    async def aremember(
+        self,
+        session_id: str,
+        kind: str,
+        data: Any,
+        *,
+        user_id: str | None = None,
+        turn_id: str | None = None,
+        time: str | None = None,
+    ) -> None:
+        """``remember`` awaited: the store's write runs in a thread."""
+        await asyncio.to_thread(
+            self.remember, session_id, kind, data, user_id=user_id, turn_id=turn_id, time=time
+        )
+
+    async def aentries(
+        self, session_id: str, kind: str | None = None, *, last: int | None = None
+    ) -> list[dict[str, Any]]:
+        """``entries`` awaited: the store's read runs in a thread."""
+        return await asyncio.to_thread(self.entries, session_id, kind, last=last)
+
     def _log_prompt(self, session_id: str, event: dict[str, Any]) -> None:
         """Keep the event's question as the session's last prompt; a store failure is logged,
         not raised (the decision does not depend on it)."""

@@ -173,3 +173,19 @@ def test_entries_on_postgresql(project: Callable[[dict[str, str]], Path]) -> Non
             assert engine.agent("keep_js").entries("s1") == []
         finally:
             engine.close()
+
+
+def test_the_async_forms_remember_and_list(engine: Engine) -> None:
+    import asyncio
+
+    agent = engine.agent("keep_js")
+
+    async def main() -> list[dict[str, object]]:
+        await agent.aremember("s1", "mode", "careful", turn_id="t1")
+        await agent.aremember("s1", "mode", "terse")
+        out = await agent.abefore_call(instruction="i", session_id="s1")
+        assert out.sections == ["mode terse; topics "]
+        return await agent.aentries("s1", "mode", last=1)
+
+    (entry,) = asyncio.run(main())
+    assert entry["data"] == "terse" and entry["turn"] is None

@@ -242,3 +242,26 @@ def test_entries_of_a_conversation_go_with_its_session(make: Callable[..., Engin
         instruction="Help.", messages=history(31), session_id="s1", time=at(32)
     )
     assert out.sections == [] and engine.agent("chat").entries("s1") == []
+
+
+def test_compaction_on_postgresql(project: Callable[[dict[str, str]], Path]) -> None:
+    from tests.backends import pg_schema, require_pg
+
+    require_pg()
+    files = {
+        "engine.yaml": "process: test\n",
+        "agents/chat/agent.yaml": "hooks: [compact]\n",
+        "agents/chat/hooks/compact.yaml": hook_yaml(),
+    }
+    with pg_schema() as url:
+        engine = Engine.load(project(files), db=url)
+        try:
+            assert converse(engine, 42) == [31, 42]
+            out = engine.agent("chat").before_call(
+                instruction="Help.", messages=history(42), session_id="s1", time=at(43)
+            )
+            assert next(m["content"] for m in out.messages if m["role"] == "user") == (
+                "question 23. More words here."
+            )
+        finally:
+            engine.close()
