@@ -60,6 +60,12 @@ class CompactionHook(SpecHook):
         super().__post_init__()
         stem = self.name[:50]
         self.turn_kind, self.summary_kind = f"{stem}.turn", f"{stem}.summary"
+        # the summarize script's calls in the pool's fairness rules: a rebuild is a new owner
+        self._owner = f"{self.spec.shown}:{self.name}#{id(self):x}"
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.forget(self._owner)
 
     def run(self, point: Point, event: dict[str, Any], ctx: HookContext) -> Any:
         session = event.get("scope", {}).get("session_id")
@@ -157,7 +163,7 @@ class CompactionHook(SpecHook):
             {"earlier_summary": earlier, "turns": turns},
             config={},
             state={},
-            owner=f"{self.spec.shown}:{self.name}",
+            owner=self._owner,
         )
         text = (result.value or {}).get("summary")
         if not isinstance(text, str):
