@@ -532,6 +532,69 @@ class Agent:
         """
         return self.engine.store.turn_log_get(self.name, session_id)
 
+    def remember(
+        self,
+        session_id: str,
+        kind: str,
+        data: Any,
+        *,
+        user_id: str | None = None,
+        turn_id: str | None = None,
+        time: str | None = None,
+    ) -> None:
+        """Keep ``data`` (JSON) as an entry of ``kind`` in this agent's conversation
+        ``session_id``, stamped with ``turn_id``; hooks list it with ``host.entries.list``.
+        ``user_id``: forgetting that user deletes it too. The conversation keeps its newest
+        256 entries.
+
+        Raises:
+            EventError: an empty session_id or kind, a kind over 64 characters, or data that
+                is not JSON or is over 4096 bytes as compact JSON.
+            StoreError: the store could not write it.
+        """
+        from engine.entries import remember
+
+        when = time or now_iso()
+        store = self.engine.store
+        remember(
+            store, self.name, session_id, kind, data, user_id=user_id, turn_id=turn_id, time=when
+        )
+
+    def entries(
+        self, session_id: str, kind: str | None = None, *, last: int | None = None
+    ) -> list[dict[str, Any]]:
+        """This agent's conversation ``session_id``'s entries, oldest first, each
+        ``{kind, data, turn, time}``: of ``kind`` if given, the newest ``last`` if given.
+
+        Raises:
+            EventError: ``last`` is not a whole number >= 0.
+            StoreError: the store could not be read.
+        """
+        from engine.entries import listed
+
+        return listed(self.engine.store, self.name, session_id, kind, last=last)
+
+    async def aremember(
+        self,
+        session_id: str,
+        kind: str,
+        data: Any,
+        *,
+        user_id: str | None = None,
+        turn_id: str | None = None,
+        time: str | None = None,
+    ) -> None:
+        """``remember`` awaited: the store's write runs in a thread."""
+        await asyncio.to_thread(
+            self.remember, session_id, kind, data, user_id=user_id, turn_id=turn_id, time=time
+        )
+
+    async def aentries(
+        self, session_id: str, kind: str | None = None, *, last: int | None = None
+    ) -> list[dict[str, Any]]:
+        """``entries`` awaited: the store's read runs in a thread."""
+        return await asyncio.to_thread(self.entries, session_id, kind, last=last)
+
     def _log_prompt(self, session_id: str, event: dict[str, Any]) -> None:
         """Keep the event's question as the session's last prompt; a store failure is logged,
         not raised (the decision does not depend on it)."""

@@ -89,6 +89,8 @@ DOC_FILES = [
     "tools.md",
     "tools-taskweaver.md",
     "tools-openwebui.md",
+    "builtins-entries.md",
+    "builtins-compaction.md",
 ]
 
 

@@ -15,7 +15,7 @@ LAYERS: list[set[str]] = [
     {"config"},
     {"store", "providers", "host_api"},
     {"sandbox"},
-    {"kinds", "tools"},
+    {"kinds", "tools", "entries"},
     {"masking", "outcome", "records"},
     {"batches", "pipeline"},
     {"tools"},

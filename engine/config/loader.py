@@ -13,7 +13,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from engine.config.models import KINDS, AgentConfig, EngineSettings, HookBase, ScriptHookConfig
+from engine.config.models import (
+    KINDS,
+    AgentConfig,
+    CompactionConfig,
+    EngineSettings,
+    HookBase,
+    ScriptHookConfig,
+)
 from engine.config.scriptfile import ScriptRef, read_script
 from engine.config.toolfiles import ToolFile, read_tool_file
 from engine.config.yamlfile import Loc, YamlDoc, dotted, os_reason, read_yaml
@@ -238,7 +245,7 @@ def load_hook_file(
     if config is None:
         return None, problems
     script_path = script_text = None
-    if isinstance(config, ScriptHookConfig) and config.script is not None:
+    if isinstance(config, ScriptHookConfig | CompactionConfig) and config.script is not None:
         ref = ScriptRef(shown, doc.line_of(("script",)))
         here = resolved(path).parent
         folder = root or find_config_root(here) or here

@@ -138,7 +138,7 @@ class HookBase(Strict):
     """Fields every hook has."""
 
     kind: str
-    """Selects the hook's kind: inject, escalate, faq_cache, memory, script_hook."""
+    """Selects the hook's kind: inject, escalate, faq_cache, memory, script_hook, compaction."""
     name: str = Field(pattern=r"^[A-Za-z0-9_.\-]{1,100}$")
     """Unique within an agent; records and errors use it."""
     description: str = ""
@@ -338,8 +338,62 @@ class ScriptHookConfig(HookBase):
         return self
 
 
+class CompactionConfig(HookBase):
+    """Keeps a long conversation short: older turns are folded into a summary, and the model
+    is shown the summary and the recent turns only (after_turn, before_call)."""
+
+    kind: Literal["compaction"]
+    keep: int = Field(default=20, ge=1, le=100)
+    """Turns shown to the model as they were (the newest); older ones only as the summary."""
+    every: int = Field(default=10, ge=1, le=100)
+    """Turns past ``keep`` that wait before a fold: a fold happens when more than
+    ``keep + every`` turns are not summarised, and folds all but the newest ``keep``."""
+    summarizer: Literal["offline", "provider", "script"] = "offline"
+    """offline (extractive, deterministic), provider (the OpenAI-compatible provider of
+    engine.yaml), or script (``summarize(earlier_summary, turns)`` in the sandbox)."""
+    script: str | None = None
+    """With ``summarizer: script``: a ``.py`` or ``.js`` file defining ``summarize``, relative
+    to this YAML file."""
+    language: Literal["python", "javascript"] | None = None
+    """With ``source``: the language of an inline summarize script."""
+    source: str | None = None
+    """With ``summarizer: script``: an inline script defining ``summarize`` (with
+    ``language``)."""
+    model: str = ""
+    """With ``summarizer: provider``: the model (default: the provider's model)."""
+    max_tokens: int = Field(default=512, gt=0, le=32_000)
+    """With ``summarizer: provider``: the token budget of one summary."""
+    instructions: str = ""
+    """With ``summarizer: provider``: the summarizer's prompt (default: the engine's)."""
+    max_summary_chars: int = Field(default=3000, ge=100, le=3000)
+    """The summary's size limit (it is kept as an entry, which holds at most 4096 bytes)."""
+    heading: str = "Summary of the conversation so far:"
+    """The first line of the instruction section that shows the summary."""
+
+    @model_validator(mode="after")
+    def _script_for_script(self) -> CompactionConfig:
+        given = self.script is not None or self.source is not None
+        if self.summarizer != "script" and given:
+            raise ValueError("summarizer: script: and source: are for summarizer: script")
+        if self.summarizer == "script" and (self.script is None) == (self.source is None):
+            raise ValueError(
+                "summarizer: script needs either script: (a file) or language: + source: "
+                "(inline), not both and not neither"
+            )
+        if self.source is not None and self.language is None:
+            raise ValueError("source: an inline script needs a language (python or javascript)")
+        if self.script is not None and not self.script.endswith((".py", ".js")):
+            raise ValueError(f"script: must name a .py or .js file, got {self.script!r}")
+        return self
+
+
 HookConfig = Annotated[
-    InjectConfig | EscalateConfig | FaqCacheConfig | MemoryConfig | ScriptHookConfig,
+    InjectConfig
+    | EscalateConfig
+    | FaqCacheConfig
+    | MemoryConfig
+    | ScriptHookConfig
+    | CompactionConfig,
     Field(discriminator="kind"),
 ]
 """Any hook's configuration; ``kind`` selects the model."""
@@ -350,6 +404,7 @@ KINDS: dict[str, type[HookBase]] = {
     "faq_cache": FaqCacheConfig,
     "memory": MemoryConfig,
     "script_hook": ScriptHookConfig,
+    "compaction": CompactionConfig,
 }
 
 

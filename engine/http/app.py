@@ -141,14 +141,15 @@ ScopePath = Annotated[
 
 
 def memory_stores(engine: Any) -> list[Store]:
-    """The stores memory hooks use (each once), or the engine's store when there are none."""
-    found: dict[int, Store] = {}
+    """The stores memory hooks use and the engine's own (conversation entries live there),
+    each once."""
+    found: dict[int, Store] = {id(engine.store): engine.store}
     for name in engine.agents:
         for slot in engine.agent(name).pipeline.slots:
             store = getattr(slot.hook, "store", None)
             if slot.hook.kind == "memory" and store is not None:
                 found.setdefault(id(store), store)
-    return list(found.values()) or [engine.store]
+    return list(found.values())
 
 
 def _without_post(routes: list[BaseRoute]) -> list[Any]:

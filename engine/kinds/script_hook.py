@@ -21,6 +21,7 @@ from engine.sandbox.limits import BatchCall, config_key
 
 _LANGUAGES = {".py": Language.PYTHON, ".js": Language.JAVASCRIPT}
 _USES_STATE = re.compile(r"\bstate\b")
+_USES_ENTRIES = re.compile(r"\bentries\b")
 _instances = itertools.count(1)
 
 
@@ -40,6 +41,8 @@ class ScriptHook(SpecHook):
     limits: Limits
     points: frozenset[Point]  # type: ignore[misc]  # per instance, unlike the other kinds
     uses_state: bool
+    uses_entries: bool = False
+    """The source mentions ``entries``: the conversation's entries are loaded for each call."""
     line_offset: int = 0
     """For inline ``source:``: the YAML line before the script's first line."""
     column_offset: int = 0
@@ -67,19 +70,41 @@ class ScriptHook(SpecHook):
     def prepare_call(self, point: Point, event: dict[str, Any], ctx: HookContext) -> BatchCall:
         """This hook's call at ``point``, its state loaded (StoreError if it cannot be).
         A script that keeps no state makes the same call every time: it is made once."""
-        if not self.uses_state:
+        if not self.uses_state and not self.uses_entries:
             call = self.calls.get((point, ctx.agent))
             if call is None:
                 call = self.calls.setdefault((point, ctx.agent), self._call(point, ctx, {}))
             return call
-        state = ctx.store.state_load(self._state_key(ctx), ctx.scope_key, now=event.get("time"))
+        state: dict[str, Any] = {}
+        if self.uses_state:
+            state = ctx.store.state_load(self._state_key(ctx), ctx.scope_key, now=event.get("time"))
         # the answer may now depend on what this user's state holds
         if state and point is Point.BEFORE_USER_MESSAGE and ctx.scope.user_id and self.personal:
             why = f"script hook {self.name} read the user's state"
             self.personal.mark(ctx.scope_key, event.get("turn_id"), event["question"], why)
-        return self._call(point, ctx, state)
+        entries = self._entries(ctx)
+        if entries is not None:  # recorded if the script lists them (or fails): see finish
+            ctx.extras["entries_seen"] = entries
+        return self._call(point, ctx, state, entries)
 
-    def _call(self, point: Point, ctx: HookContext, state: dict[str, Any]) -> BatchCall:
+    def _entries(self, ctx: HookContext) -> list[dict[str, Any]] | None:
+        """The conversation's entries the script is handed: those its record shows during a
+        replay, else the store's; None without a conversation (or a script that never
+        mentions entries)."""
+        if not self.uses_entries or not ctx.scope.session_id:
+            return None
+        if ctx.replay is not None and "entries_seen" in ctx.replay:
+            return list(ctx.replay["entries_seen"])
+        stored = ctx.store.entries_list(ctx.agent, ctx.scope.session_id)
+        return [{"kind": e["kind"], "data": e["data"], "turn": e["turn"]} for e in stored]
+
+    def _call(
+        self,
+        point: Point,
+        ctx: HookContext,
+        state: dict[str, Any],
+        entries: list[dict[str, Any]] | None = None,
+    ) -> BatchCall:
         return BatchCall(
             script=self._script_of(ctx.agent),
             function=f"on_{point.value}",
@@ -89,6 +114,7 @@ class ScriptHook(SpecHook):
             limits=self.limits,
             owner=self.owner,
             apply=self.mode is not Mode.SHADOW,
+            entries=entries,
         )
 
     def finish_call(
@@ -126,7 +152,27 @@ class ScriptHook(SpecHook):
             ctx.extras["state_writes"] = result.state_writes
             if result.state_ttls:
                 ctx.extras["state_ttls"] = result.state_ttls
+        self._keep_entries(event, ctx, result)
         return change
+
+    def _keep_entries(self, event: dict[str, Any], ctx: HookContext, result: CallResult) -> None:
+        """Store the entries the script added, stamped with the event's turn; the record
+        keeps them, and what the script saw when it listed them (replay hands it that)."""
+        session = ctx.scope.session_id
+        if not result.entries_read:
+            ctx.extras.pop("entries_seen", None)
+        if not result.entries_added or not session:
+            return
+        ctx.store.entries_add(
+            ctx.agent,
+            session,
+            result.entries_added,
+            user_id=ctx.scope.user_id,
+            turn=event.get("turn_id"),
+            time=event["time"],
+            keep=self.limits.max_entries,
+        )
+        ctx.extras["entries_added"] = result.entries_added
 
     def _timed_out(self, exc: ScriptError) -> ScriptError:
         """A timeout in the author's terms: the hook, the limit, and the key that sets it."""
@@ -236,6 +282,7 @@ def build(spec: HookSpec, env: BuildEnv) -> ScriptHook:
         limits=limits,
         points=points,
         uses_state=bool(_USES_STATE.search(source)),
+        uses_entries=bool(_USES_ENTRIES.search(source)),
         # an inline source's first line is the one after ``source: |``
         line_offset=0 if spec.script_path is not None else _inline_at(spec)[0],
         column_offset=0 if spec.script_path is not None else _inline_at(spec)[1],

@@ -337,11 +337,13 @@ def _call_part(
     try:
         config_text = configs.text(call)
         state_text = dumps(call.state)
+        if call.entries is not None:
+            state_text += ',"entries":' + dumps(call.entries)
     except (TypeError, ValueError, RecursionError) as exc:
         raise _not_json(exc, call) from exc
     if event_size + len(config_text) + len(state_text) > call.limits.max_input_bytes:
         raise ScriptRuntimeError(
-            f"event, config and state are larger than {call.limits.max_input_bytes} bytes",
+            f"event, config, state and entries are larger than {call.limits.max_input_bytes} bytes",
             language=call.script.language.value,
         )
     script: dict[str, Any] = {"key": call.script.key, "filename": call.script.filename}
@@ -456,6 +458,15 @@ def result_of(answer: dict[str, Any], language: Language) -> CallResult:
     """
     value, logs, emits, writes = (answer.get(k) for k in ("value", "logs", "emits", "state_writes"))
     ttls = answer.get("state_ttls")
+    added, read = answer.get("entries_added", []), answer.get("entries_read", False)
+    if not (
+        type(added) is list
+        and type(read) is bool
+        and all(type(e) is dict and type(e.get("kind")) is str and "data" in e for e in added)
+    ):
+        raise ScriptLimitError(
+            "the worker answered a malformed result", language=language.value, cause="crashed"
+        )
     if not (
         (value is None or type(value) is dict)
         and type(logs) is list
@@ -477,6 +488,8 @@ def result_of(answer: dict[str, Any], language: Language) -> CallResult:
         state_writes=writes,
         duration_ms=float(duration) if isinstance(duration, (int, float)) else 0.0,
         state_ttls={k: float(t) for k, t in ttls.items()},
+        entries_added=added,
+        entries_read=read,
     )
 
 
@@ -490,6 +503,9 @@ def answer_cap(limits: Limits) -> int:
         + limits.max_artifacts * (limits.max_artifact_bytes + 512) * escaped
         + limits.max_state_keys
         * (limits.max_state_value_bytes + 2 * limits.max_state_key_chars + 32)
+        * escaped
+        + limits.max_entry_adds
+        * (limits.max_entry_bytes + limits.max_entry_kind_chars + 32)
         * escaped
         + 65_536
     )

@@ -261,7 +261,7 @@ def guarded_getattr(budget: Budget, obj: Any, name: str, *default: Any) -> Any:
         not name.startswith("_")
         and (
             kind in _PLAIN_TYPES
-            or kind in (Host, HostState)
+            or kind in (Host, HostState, HostEntries)
             or kind is str
             or (isinstance(obj, BaseException) and name == "args")
         )
@@ -349,10 +349,62 @@ def _check_ttl(ttl_s: Any) -> None:
         )
 
 
+class HostEntries:
+    """host.entries: the conversation's entries as loaded before the call, plus this call's
+    adds (read-your-writes); the adds come back in the answer and the host stores them.
+
+    ``snapshot`` is None when the call has no conversation (no session_id) or the host did
+    not load entries (a script that never mentions them): adding and listing then fail
+    rather than lose an entry or answer an empty conversation.
+    """
+
+    __slots__ = ("_added", "_limits", "_out", "_snapshot")
+
+    def __init__(
+        self, snapshot: list[dict[str, Any]] | None, out: dict[str, Any], limits: dict[str, int]
+    ) -> None:
+        self._snapshot, self._out, self._limits = snapshot, out, limits
+        self._added: list[dict[str, Any]] = out["entries_added"]
+
+    def __repr__(self) -> str:
+        return "<host.entries>"
+
+    def _kind(self, where: str, kind: Any) -> None:
+        _check_text(where, "kind", kind, self._limits["max_entry_kind_chars"])
+        if not kind:
+            raise TypeError(f"{where}: kind must not be empty")
+
+    def _conversation(self, where: str) -> None:
+        if self._snapshot is None:
+            raise TypeError(f"{where}: this call has no conversation (the event has no session_id)")
+
+    def add(self, kind: str, data: Any) -> None:
+        limits = self._limits
+        self._kind("host.entries.add", kind)
+        self._conversation("host.entries.add")
+        copy = _plain_copy(
+            "host.entries.add: data", data, limits["max_depth"], limits["max_entry_bytes"]
+        )
+        if len(self._added) >= limits["max_entry_adds"]:
+            raise TypeError(f"host.entries.add: more than {limits['max_entry_adds']} entries")
+        self._added.append({"kind": kind, "data": copy})
+
+    def list(self, kind: str, last: Any = None) -> list[Any]:
+        self._kind("host.entries.list", kind)
+        if last is not None and not (type(last) is int and last >= 0):
+            raise TypeError("host.entries.list: last must be a whole number >= 0 or None")
+        self._conversation("host.entries.list")
+        self._out["entries_read"] = True
+        found = [e for e in (*(self._snapshot or ()), *self._added) if e["kind"] == kind]
+        if last is not None:
+            found = found[len(found) - last :] if last else []
+        return json.loads(json.dumps([{"data": e["data"], "turn": e.get("turn")} for e in found]))
+
+
 class CallInputs:
     """What one call is handed, each part already its own (fresh) copy."""
 
-    __slots__ = ("config", "event", "function", "limits", "state")
+    __slots__ = ("config", "entries", "event", "function", "limits", "state")
 
     def __init__(
         self,
@@ -361,17 +413,19 @@ class CallInputs:
         config: Any,
         state: dict[str, Any],
         limits: dict[str, int],
+        entries: list[dict[str, Any]] | None = None,
     ) -> None:
         self.function, self.event, self.config = function, event, config
-        self.state, self.limits = state, limits
+        self.state, self.limits, self.entries = state, limits, entries
 
 
 class Host:
     """The ``host`` argument of a Python script: the same API as the JavaScript one."""
 
-    __slots__ = ("_event", "_function", "_limits", "_out", "_regex", "config", "state")
+    __slots__ = ("_event", "_function", "_limits", "_out", "_regex", "config", "entries", "state")
     config: Any
     state: HostState | None
+    entries: HostEntries | None
 
     def __init__(
         self,
@@ -383,6 +437,7 @@ class Host:
         self._function = call.function
         self.config = call.config
         self.state = HostState(call.state, out["state_writes"], call.limits, out["state_ttls"])
+        self.entries = HostEntries(call.entries, out, call.limits)
 
     def __repr__(self) -> str:
         return "<host>"
@@ -390,7 +445,7 @@ class Host:
     def close(self) -> None:
         """Let go of the call's data when the call ends (the script may have stored its own
         objects in the event or the config), so they go while the call's limits still hold."""
-        self._event = self.config = self.state = None
+        self._event = self.config = self.state = self.entries = None
 
     def log(self, msg: str) -> None:
         limits, out = self._limits, self._out
@@ -542,5 +597,6 @@ _PLAIN_ATTRIBUTES: dict[type, frozenset[str]] = {
     frozenset: _public(frozenset, but=GROWING_SET_METHODS),
     Host: _public(Host),
     HostState: _public(HostState),
+    HostEntries: _public(HostEntries),
 }
 """Attributes ``guarded_getattr`` would hand out unchanged, by exact type: its fast path."""

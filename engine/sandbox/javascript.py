@@ -267,12 +267,14 @@ class JavaScriptRuntime:
         state = call["state"]
         state_text = json.dumps(state, separators=(",", ":")) if state else "{}"
         config_key = call["config_key"]
+        entries = call.get("entries")
+        entries_text = "null" if entries is None else json.dumps(entries, separators=(",", ":"))
 
         def invoke(c: _Context) -> str:
             if config_key not in c.configs:
                 self._load_config(c, config_key, call["config_text"])
             raw: str = c.call_keyed(
-                event_text, call["function"], config_key, state_text, limits_text
+                event_text, call["function"], config_key, state_text, limits_text, entries_text
             )
             return raw
 

@@ -64,11 +64,19 @@ class Limits:
     max_int_bits: int = 100_000
     """Largest integer a Python script may build with ``*``, ``**``, ``<<`` or ``pow``."""
     max_input_bytes: int = 4_000_000
-    """Largest request (event + config + state) sent to a worker."""
+    """Largest request (event + config + state + entries) sent to a worker."""
     max_artifacts: int = 8
     """``host.add_artifact`` calls per tool call (``run``)."""
     max_artifact_bytes: int = 65_536
     """Largest artifact text, in UTF-8."""
+    max_entry_bytes: int = 4096
+    """Largest conversation entry (``host.entries.add``'s data), as compact JSON."""
+    max_entry_kind_chars: int = 64
+    """Longest entry kind."""
+    max_entry_adds: int = 16
+    """``host.entries.add`` calls per call."""
+    max_entries: int = 256
+    """Entries one conversation keeps; the oldest go first (the store applies the same cap)."""
 
     def as_wire(self) -> dict[str, int]:
         """The limits as a JSON object for the worker (computed once: this is on every call)."""
@@ -149,6 +157,9 @@ class BatchCall:
     """The hook in the pool's fairness rules (its worker share, kills, quarantine)."""
     apply: bool = True
     """False (shadow mode): the call's answer does not change the event later calls see."""
+    entries: list[dict[str, Any]] | None = None
+    """The conversation's entries, oldest first (``{kind, data, turn}``), for
+    ``host.entries.list``; None: not loaded (the script never mentions entries)."""
 
 
 @dataclass
@@ -163,6 +174,11 @@ class CallResult:
     duration_ms: float
     state_ttls: dict[str, float] = field(default_factory=dict)
     """Of ``state_writes``, the keys set with a TTL: seconds after the event's time."""
+    entries_added: list[dict[str, Any]] = field(default_factory=list)
+    """``{kind, data}`` the script added with ``host.entries.add``, in order; stored only on
+    success."""
+    entries_read: bool = False
+    """Whether the script called ``host.entries.list`` (its record then keeps what it saw)."""
 
 
 def config_key(config: Any) -> str:

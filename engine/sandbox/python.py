@@ -149,6 +149,7 @@ class PythonRuntime:
             self._configs.fresh(call["config_key"], call["config_text"]),
             call["state"],
             call["limits"],
+            call.get("entries"),
         )
         return self._answer(code, inputs)
 
@@ -186,6 +187,8 @@ class PythonRuntime:
             "emits": [],
             "state_writes": {},
             "state_ttls": {},
+            "entries_added": [],
+            "entries_read": False,
         }
         host = Host(inputs, out, lambda op: self._host_regex(op, budget=budget, limits=limits))
         env = self._globals(budget, limits)

@@ -77,7 +77,7 @@ def finish(
     logs = list(out["logs"])
     if out.get("dropped_logs"):
         logs.append(f"[{out['dropped_logs']} more log lines dropped]")
-    return {
+    answer = {
         "ok": True,
         "value": value,
         "logs": logs,
@@ -86,6 +86,10 @@ def finish(
         "state_ttls": out["state_ttls"],
         "duration_ms": duration_ms,
     }
+    if out.get("entries_added") or out.get("entries_read"):  # only when host.entries was used
+        answer["entries_added"] = out["entries_added"]
+        answer["entries_read"] = out["entries_read"]
+    return answer
 
 
 def copier(value: Any) -> Callable[[], Any]:

@@ -106,6 +106,35 @@ class Store(Protocol):
         seconds after ``time``, any other key written here never expires."""
         ...
 
+    # -- conversation entries --------------------------------------------------------------
+
+    def entries_add(
+        self,
+        agent: str,
+        session_id: str,
+        entries: list[dict[str, Any]],
+        *,
+        user_id: str | None,
+        turn: str | None,
+        time: str,
+        keep: int = 256,
+    ) -> None:
+        """Append ``{kind, data}`` entries to ``agent``'s conversation ``session_id``, stamped
+        with ``turn`` and ``time``; only the newest ``keep`` of the conversation stay."""
+        ...
+
+    def entries_list(
+        self, agent: str, session_id: str, kind: str | None = None, *, last: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The conversation's entries oldest first (``{kind, data, turn, time}``), of one
+        ``kind`` if given, the newest ``last`` if given."""
+        ...
+
+    def entries_forget(self, scope: str) -> int:
+        """Delete the entries of ``session:<id>`` or ``user:<id>``; return how many went
+        (``memory_forget`` calls it too)."""
+        ...
+
     # -- FAQ pairs -------------------------------------------------------------------------
 
     def faq_put(

@@ -194,6 +194,25 @@ artifacts_table = sa.Table(
 )
 """A file a tool call made: the row here, its bytes under data/artifacts/<agent>/<session>/<id>/."""
 
+# -- version 8: conversation entries ----------------------------------------------------------
+
+entries_table = sa.Table(
+    "entries",
+    metadata,
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("agent", sa.String(200), nullable=False),
+    sa.Column("session_id", sa.String(300), nullable=False),
+    sa.Column("user_id", sa.String(300)),
+    sa.Column("kind", sa.String(64), nullable=False),
+    sa.Column("data", sa.Text, nullable=False),
+    sa.Column("turn", sa.String(300)),
+    sa.Column("time", sa.String(40), nullable=False),
+    sa.Index("ix_entries_session", "agent", "session_id", "seq"),
+    sa.Index("ix_entries_user", "user_id"),
+)
+"""What hooks and hosts keep in a conversation (host.entries, Agent.remember): JSON per row,
+stamped with the turn; the user's id is kept so that forgetting a user deletes them."""
+
 MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     1: (records_table, state_table),
     2: (
@@ -210,6 +229,7 @@ MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     5: (turn_log_table,),
     6: (),
     7: (artifacts_table,),
+    8: (entries_table,),
 }
 """The tables each schema version added, in creation order."""
 

@@ -14,6 +14,7 @@ from engine.encoding import escape_text
 from engine.errors import StoreError, StoreUnavailableError
 from engine.store.artifacts import ArtifactTables
 from engine.store.db import to_url
+from engine.store.entries import EntryTables
 from engine.store.faq import FaqTables
 from engine.store.lazy import TURN_LOG_GET, TURN_LOG_PUT, turn_log_row
 from engine.store.lazy import file_identity as _identity
@@ -50,8 +51,13 @@ def _held_here(paths: list[Path]) -> list[Path]:
     return [path for path in paths if _identity(path) in held]
 
 
-class SqlStore(FaqTables, MemoryTables, StateTables, ArtifactTables):
+class SqlStore(EntryTables, FaqTables, MemoryTables, StateTables, ArtifactTables):
     """The engine's store on one database. Thread-safe; several processes may share it."""
+
+    def memory_forget(self, scope: str) -> int:
+        """Delete everything kept about a scope: its memory, and the entries of a session's
+        or a user's conversations; returns how many rows went."""
+        return MemoryTables.memory_forget(self, scope) + self.entries_forget(scope)
 
     def __init__(self, url_or_path: str, **timeouts: float) -> None:
         super().__init__(url_or_path, **timeouts)

@@ -138,6 +138,18 @@ def test_delete_forgets_one_scope(client: httpx.Client) -> None:
     assert client.get("/v1/memory/user:u2", headers=AUTH).status_code == 200
 
 
+def test_delete_forgets_a_users_conversation_entries_kept_in_the_engines_store(
+    engine: Engine, client: httpx.Client
+) -> None:
+    agent = engine.agent("a")  # its memory hook keeps its own store; entries are in the engine's
+    agent.remember("s1", "mode", "careful", user_id="u1")
+    agent.remember("s2", "mode", "terse", user_id="u3")
+    assert client.delete("/v1/memory/user:u1", headers=AUTH).status_code == 200
+    assert agent.entries("s1") == []
+    gone = client.delete("/v1/memory/user:u3", headers=AUTH)  # entries only: still found
+    assert gone.status_code == 200 and gone.json()["deleted"] == 1 and agent.entries("s2") == []
+
+
 @pytest.mark.parametrize(
     ("path", "status"),
     [

@@ -52,7 +52,54 @@
       for (k in writes) { if (hasOwn.call(writes, k) && !hasOwn.call(state, k) && live(k)) { n++; } }
       return n;
     }
+    var added = out.entries_added;
+    function entryKind(where, k) {
+      checkText(where, "kind", k, L.max_entry_kind_chars);
+      if (k.length === 0) { fail(where, "kind must not be empty"); }
+    }
+    function conversation(where) {
+      if (req.entries === null || req.entries === undefined) { fail(where, "this call has no conversation (the event has no session_id)"); }
+    }
+    function lastOf(opts) {
+      var n = opts;
+      if (opts !== null && typeof opts === "object" && !isArray(opts)) {
+        var keys = Object.keys(opts);
+        if (keys.length !== 1 || keys[0] !== "last") { fail("host.entries.list", "options take only last"); }
+        n = opts.last;
+      }
+      if (n === undefined || n === null) { return null; }
+      if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0) { fail("host.entries.list", "last must be a whole number >= 0 or None"); }
+      return n;
+    }
     return {
+      entriesAdd: function add(k, data) {
+        entryKind("host.entries.add", k);
+        conversation("host.entries.add");
+        if (data === undefined) { fail("host.entries.add", "data must be JSON"); }
+        var v;
+        try {
+          v = parse(h.toJSON(data, L.max_depth, L.max_entry_bytes, "host.entries.add: data"));
+        } catch (e) {
+          if (e instanceof TypeError && !e.heHost && /circular/i.test(e.message)) { fail("host.entries.add", "data: contains a cycle"); }
+          throw e;
+        }
+        if (added.length >= L.max_entry_adds) { fail("host.entries.add", "more than " + L.max_entry_adds + " entries"); }
+        added.push({ kind: k, data: v });
+        return null;
+      },
+      entriesList: function list(k, opts) {
+        entryKind("host.entries.list", k);
+        var last = lastOf(opts), found = [], all = [], i;
+        conversation("host.entries.list");
+        out.entries_read = true;
+        for (i = 0; i < req.entries.length; i++) { all.push(req.entries[i]); }
+        for (i = 0; i < added.length; i++) { all.push(added[i]); }
+        for (i = 0; i < all.length; i++) {
+          if (all[i].kind === k) { found.push({ data: all[i].data, turn: hasOwn.call(all[i], "turn") ? all[i].turn : null }); }
+        }
+        if (last !== null) { found = last === 0 ? [] : found.slice(Math.max(0, found.length - last)); }
+        return parse(stringify(found));
+      },
       log: function log(msg) {
         checkText("host.log", "msg", msg, L.max_text_chars);
         if (out.logs.length >= L.max_log_lines) { out.dropped_logs++; return null; }

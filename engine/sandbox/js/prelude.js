@@ -177,7 +177,8 @@ globalThis.__he = (function (g) {
     function lazy(name) { return function () { return api(req, out)[name].apply(undefined, arguments); }; }
     return freeze({ config: req.config, log: lazy("log"), now: lazy("now"), emit: lazy("emit"),
       match: lazy("match"), redact: lazy("redact"), add_artifact: lazy("add_artifact"),
-      state: freeze({ get: lazy("get"), set: lazy("set") }) });
+      state: freeze({ get: lazy("get"), set: lazy("set") }),
+      entries: freeze({ add: lazy("entriesAdd"), list: lazy("entriesList") }) });
   }
 
   function describe(e) {
@@ -252,7 +253,7 @@ globalThis.__he = (function (g) {
      asked); ``perCall`` runs the whole top level anew even if constants are kept. */
   function run(request, perCall) {
     var req = request(), L = req.limits, value;
-    var out = { logs: [], dropped_logs: 0, emits: [], state_writes: {}, state_ttls: {} };
+    var out = { logs: [], dropped_logs: 0, emits: [], state_writes: {}, state_ttls: {}, entries_added: [], entries_read: false };
     impl = null;
     freshPatterns();
     current = req;
@@ -289,13 +290,17 @@ globalThis.__he = (function (g) {
       return stringify({ ok: false, error: describe(e) });
     } finally { current = null; currentOut = null; }
     if (out.dropped_logs) { out.logs.push("[" + out.dropped_logs + " more log lines dropped]"); }
-    if (out.logs.length === 0 && out.emits.length === 0 && ownKeys(out.state_writes).length === 0) {
+    if (out.logs.length === 0 && out.emits.length === 0 && ownKeys(out.state_writes).length === 0 &&
+        out.entries_added.length === 0 && !out.entries_read) {
       /* The common answer without four stringify calls: a fifth of a small call's CPU time.
          Joined, never added: a long sum is a rope string, which the binding cannot return. */
       return ['{"ok":true,"value":', value, ',"logs":[],"emits":[],"state_writes":{},"state_ttls":{}}'].join("");
     }
+    /* entries_* only when the call used host.entries: every other answer stays as it was */
+    var entries = out.entries_added.length === 0 && !out.entries_read ? "" :
+      [',"entries_added":', stringify(out.entries_added), ',"entries_read":', out.entries_read ? "true" : "false"].join("");
     return ['{"ok":true,"value":', value, ',"logs":', stringify(out.logs), ',"emits":', stringify(out.emits),
-      ',"state_writes":', stringify(out.state_writes), ',"state_ttls":', stringify(out.state_ttls), "}"].join("");
+      ',"state_writes":', stringify(out.state_writes), ',"state_ttls":', stringify(out.state_ttls), entries, "}"].join("");
   }
 
   /* The whole request as one JSON line (config included, parsed anew every call). */
@@ -305,11 +310,12 @@ globalThis.__he = (function (g) {
   }
 
   /* The event as its own JSON text (parsed only here), the config by key (see setConfig). */
-  function callKeyed(eventText, name, configKey, stateText, limitsJSON) {
+  function callKeyed(eventText, name, configKey, stateText, limitsJSON, entriesText) {
     if (!configs.has(configKey)) { fail("call", "no config is loaded for this call"); }
     var config = configs.get(configKey), L = limitsOf(limitsJSON);
     return run(function () {
-      return { function: name, event: parse(eventText), config: configOf(config), state: parse(stateText), limits: L };
+      return { function: name, event: parse(eventText), config: configOf(config), state: parse(stateText), limits: L,
+        entries: entriesText === undefined ? null : parse(entriesText) };
     }, false);
   }
 
