@@ -1,0 +1,449 @@
+"""Sessions: an agent's points with a conversation's own layer of hooks, between the agent's
+hooks and the host layer's.
+
+Order, innermost first: the agent's hooks (unless the session drops them), the session's hooks
+(named from the agent's ``hooks/`` folder), then the host layer, which has the last word. A hook
+set in several layers runs once, in its outermost layer (hooks are the same hook when they have
+the same name, as everywhere in the engine: records, state and memos are keyed by it).
+
+Sessions that name the same hooks share one pipeline per agent generation: it is built on first
+use, rebuilt when the agent reloads (or a session hook's file changed), and its hooks are closed
+when the last handle is closed and no evaluation runs on it any more.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time as clock
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.config.loader import HookSpec, load_hook_file, show
+from engine.errors import ConfigError, EventError, InputError, Problem
+from engine.kinds import Hook
+from engine.outcome import Outcome
+from engine.pipeline import Pipeline, Slot, aevaluate, evaluate, refuse_event
+from engine.point_calls import PointCalls
+from engine.points import Point, suggest
+
+if TYPE_CHECKING:
+    from engine.runtime import Agent
+
+log = logging.getLogger("engine.session")
+
+SESSION_LAYER = "session"
+"""The layer name of a session's hooks, in pipelines, records and ``explain``."""
+
+_HOOK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,99}")
+"""A session hook's name: a file stem in the agent's hooks/ folder (no dots: no path, no
+``guard.test``, which is a hook's test file)."""
+
+Key = tuple[tuple[str, ...], bool]
+"""A session layer: its hook names in order, and whether the agent's own hooks are dropped."""
+
+
+def hooks_there(folder: Path) -> list[str]:
+    """The hook names in an agent's hooks/ folder: ``<name>.yaml`` files, test files left out."""
+    try:
+        files = [p for p in folder.glob("*.yaml") if p.is_file()]
+    except OSError:
+        return []
+    return sorted(p.stem for p in files if _HOOK_NAME.fullmatch(p.stem))
+
+
+def read_session_hooks(agent_folder: Path, names: Sequence[str], root: Path) -> list[HookSpec]:
+    """The hooks ``names`` of the agent's hooks/ folder, validated.
+
+    Raises:
+        ConfigError: a name is not a hook there (naming the folder and the hooks it holds),
+            is listed twice, or its file is invalid; every problem, not the first.
+    """
+    folder = agent_folder / "hooks"
+    there, specs, problems = hooks_there(folder), [], []
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or name not in there:
+            problems.append(_unknown(folder, name, there, i))
+        elif name in names[:i]:
+            problems.append(Problem(show(folder), None, f"hooks[{i}]", f"{name!r} is listed twice"))
+        else:
+            spec, found = load_hook_file(folder / f"{name}.yaml", layer="agent", root=root)
+            problems += found
+            specs += [spec] if spec is not None else []
+    if problems:
+        raise ConfigError(problems)
+    return specs
+
+
+def _unknown(folder: Path, name: Any, there: list[str], i: int) -> Problem:
+    listed = ", ".join(there) or "none"
+    hint = suggest(name, there) if isinstance(name, str) else None
+    return Problem(
+        show(folder),
+        None,
+        f"hooks[{i}]",
+        f"no hook {str(name)[:100]!r} in {show(folder)} (hooks there: {listed})",
+        f"did you mean {hint!r}?" if hint else "a session names hooks/<name>.yaml files",
+    )
+
+
+def compose(base: Pipeline, session: Sequence[Slot], *, drop_agent_hooks: bool) -> Pipeline:
+    """``base``'s pipeline with ``session``'s slots between its agent and host layers.
+
+    A hook set in several layers runs once, in its outermost one."""
+    host = [s for s in base.slots if s.layer == "host"]
+    outer = {s.hook.name for s in host}
+    kept = [s for s in session if s.hook.name not in outer]
+    outer |= {s.hook.name for s in kept}
+    inner = [] if drop_agent_hooks else [s for s in base.slots if s.layer == "agent"]
+    inner = [s for s in inner if s.hook.name not in outer]
+    return Pipeline(base.agent, (*inner, *kept, *host), base.generation, base.records)
+
+
+@dataclass
+class _Layer:
+    """One session layer's pipeline, shared by the handles that name it."""
+
+    key: Key
+    specs: list[HookSpec]
+    pipeline: Pipeline
+    built: tuple[Hook, ...]
+    """The hooks built for this layer (the others are the agent's, reused: not ours to close)."""
+    handles: int = 0
+    stale: bool = False
+    """A file of the agent changed: read the session's hooks again at the next evaluation."""
+
+
+class SessionLayers:
+    """An agent's session layers: built once per (hooks, generation), shared, closed when
+    unused. Thread-safe; evaluations never wait for a build of another layer."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self._lock = threading.RLock()
+        self._layers: dict[Key, _Layer] = {}
+        self._running: dict[int, int] = {}
+        self._retired: list[tuple[Pipeline, tuple[Hook, ...]]] = []
+        self._unsubscribe: Any = None
+
+    def open(self, key: Key) -> None:
+        """Count a handle of ``key``, building its layer if none is live (ConfigError if the
+        hooks cannot be read or built)."""
+        with self._lock:
+            layer = self._layers.get(key)
+            if layer is None:
+                layer = self._layers[key] = self._build(key, self.agent.pipeline, None)
+                self._watch()
+            layer.handles += 1
+
+    def release(self, key: Key) -> None:
+        """A handle of ``key`` is closed; the last one retires the layer."""
+        with self._lock:
+            layer = self._layers.get(key)
+            if layer is None:
+                return
+            layer.handles -= 1
+            if layer.handles <= 0:
+                del self._layers[key]
+                self._retire(layer.pipeline, layer.built)
+
+    def take(self, key: Key, base: Pipeline) -> Pipeline:
+        """The layer's pipeline over ``base`` (the agent's snapshot), counted as running until
+        ``give_back``; rebuilt first when the agent reloaded or a file changed."""
+        with self._lock:
+            layer = self._layers.get(key)
+            if layer is None:
+                raise EventError([{"loc": ["session"], "msg": "the session handle is closed"}])
+            if layer.pipeline.generation != base.generation or layer.stale:
+                self._refresh(layer, base)
+            pipeline = layer.pipeline
+            self._running[id(pipeline)] = self._running.get(id(pipeline), 0) + 1
+            return pipeline
+
+    def give_back(self, pipeline: Pipeline) -> None:
+        with self._lock:
+            left = self._running.pop(id(pipeline)) - 1
+            if left:
+                self._running[id(pipeline)] = left
+            else:
+                self._sweep()
+
+    def close(self) -> None:
+        """Close every layer's own hooks (the engine is closing)."""
+        with self._lock:
+            if self._unsubscribe is not None:
+                self._unsubscribe()
+                self._unsubscribe = None
+            for layer in self._layers.values():
+                self._retired.append((layer.pipeline, layer.built))
+            self._layers.clear()
+            self._running.clear()
+            self._sweep()
+
+    # -- building -------------------------------------------------------------------------------
+
+    def _build(self, key: Key, base: Pipeline, last: _Layer | None) -> _Layer:
+        """The layer of ``key`` over ``base``; its hooks reused from the agent and from
+        ``last`` where unchanged, the others built."""
+        names, drop = key
+        engine = self.agent.engine
+        folder = engine.project.root / "agents" / self.agent.name
+        specs = read_session_hooks(folder, names, engine.project.root)
+        reuse = {_key_of(s.hook): s.hook for s in base.slots if s.layer == "agent"}
+        reuse |= {_key_of(h): h for h in (last.built if last else ())}
+        fresh = iter(engine.build_slots([s for s in specs if _spec_key(s) not in reuse], "agent"))
+        hooks = [reuse.get(_spec_key(s)) or next(fresh).hook for s in specs]
+        agent_hooks = {id(s.hook) for s in base.slots}
+        built = tuple(h for h in hooks if id(h) not in agent_hooks)
+        slots = [Slot(h, SESSION_LAYER) for h in hooks]
+        return _Layer(key, specs, compose(base, slots, drop_agent_hooks=drop), built)
+
+    def _refresh(self, layer: _Layer, base: Pipeline) -> None:
+        """Rebuild ``layer`` over ``base``; a session hook that no longer loads keeps the last
+        good version of the session's hooks (reported in the log)."""
+        try:
+            new = self._build(layer.key, base, layer)
+        except ConfigError as exc:
+            log.error("agent %s: a session's hooks did not reload:\n%s", self.agent.name, exc)
+            slots = [s for s in layer.pipeline.slots if s.layer == SESSION_LAYER]
+            new = _Layer(
+                layer.key,
+                layer.specs,
+                compose(base, slots, drop_agent_hooks=layer.key[1]),
+                layer.built,
+            )
+        old = layer.pipeline, _without(layer.built, new.built)
+        layer.specs, layer.pipeline, layer.built, layer.stale = (
+            new.specs,
+            new.pipeline,
+            new.built,
+            False,
+        )
+        self._retire(*old)
+
+    def _retire(self, pipeline: Pipeline, hooks: tuple[Hook, ...]) -> None:
+        self._retired.append((pipeline, hooks))
+        self._sweep()
+
+    def _sweep(self) -> None:
+        """Close the hooks of retired layers no evaluation runs on and no live layer uses."""
+        live = {id(h) for layer in self._layers.values() for h in layer.built}
+        busy = [(p, hooks) for p, hooks in self._retired if id(p) in self._running]
+        for pipeline, hooks in self._retired:
+            if id(pipeline) in self._running:
+                continue
+            for hook in hooks:
+                if id(hook) not in live and not any(_holds(h, hook) for _, h in busy):
+                    _close(hook)
+        self._retired = busy
+
+    # -- following reloads ----------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        """Hear the agent's reloads: a reload that swapped nothing (a session hook's own file
+        changed) still makes the layers read their hooks again."""
+        reloader = self.agent.engine.reloader
+        if self._unsubscribe is None and reloader is not None:
+            ref = weakref.ref(self)
+            self._unsubscribe = reloader.subscribe(lambda event: _heard(ref, event))
+
+    def mark_stale(self) -> None:
+        with self._lock:
+            for layer in self._layers.values():
+                layer.stale = True
+
+    def files(self) -> set[Path]:
+        """The files of the live layers' hooks (for the watcher)."""
+        with self._lock:
+            specs = [s for layer in self._layers.values() for s in layer.specs]
+        return {s.path for s in specs} | {s.script_path for s in specs if s.script_path}
+
+
+def _heard(ref: weakref.ref[SessionLayers], event: Any) -> None:
+    """A reload event (engine/reload_events.py, a layer above) for the agent's layers."""
+    layers = ref()
+    if layers is not None and event.agent == layers.agent.name and event.ok:
+        layers.mark_stale()
+
+
+def _without(hooks: tuple[Hook, ...], kept: tuple[Hook, ...]) -> tuple[Hook, ...]:
+    ids = {id(h) for h in kept}
+    return tuple(h for h in hooks if id(h) not in ids)
+
+
+def _holds(hooks: tuple[Hook, ...], hook: Hook) -> bool:
+    return any(h is hook for h in hooks)
+
+
+def _key_of(hook: Hook) -> tuple[str, str, str]:
+    return str(Path(hook.source)), hook.version, hook.name
+
+
+def _spec_key(spec: HookSpec) -> tuple[str, str, str]:
+    return str(spec.path), spec.version, spec.name
+
+
+def _close(hook: Hook) -> None:
+    try:
+        hook.close()
+    except Exception:
+        log.exception("closing hook %s failed", hook.name)
+
+
+class Session(PointCalls):
+    """An agent's points for one conversation, with the session's own layer of hooks.
+
+    Made by ``Agent.session``; use it like the agent (every per-point method, ``evaluate``
+    and the ``a``-forms), without ``session_id``: the handle's is used. Close it (or use it
+    as a context manager) when the conversation ends; a reload of the agent is followed.
+    """
+
+    def __init__(self, agent: Agent, session_id: str, key: Key) -> None:
+        self.agent, self.session_id, self.key = agent, session_id, key
+        layers = agent.sessions
+        layers.open(key)
+        self._release = weakref.finalize(self, layers.release, key)
+
+    @property
+    def hooks(self) -> tuple[str, ...]:
+        return self.key[0]
+
+    @property
+    def drop_agent_hooks(self) -> bool:
+        return self.key[1]
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """The pipeline the next evaluation runs (the agent's live generation)."""
+        base = self.agent._take()
+        try:
+            pipeline = self.agent.sessions.take(self.key, base)
+            self.agent.sessions.give_back(pipeline)
+            return pipeline
+        finally:
+            self.agent._give_back(base)
+
+    def evaluate(
+        self,
+        point: Point | str,
+        fields: Mapping[str, Any] | None = None,
+        *,
+        host: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        template: str | None = None,
+        process: str | None = None,
+        time: str | None = None,
+        turn_id: str | None = None,
+        replay: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> Outcome:
+        """``Agent.evaluate`` through the session's layers. ``session_id`` is the handle's;
+        another one is an EventError (open a handle per conversation)."""
+        started = clock.perf_counter()
+        who = (user_id, self._own(session_id), template, process)
+        base, found, event, profile_ = self.agent._begin(point, fields, who, time, turn_id, host)
+        try:
+            pipeline = self.agent.sessions.take(self.key, base)
+            try:
+                services = self.agent.engine.services
+                if isinstance(event, InputError):
+                    return refuse_event(
+                        pipeline, found, event, services, host=profile_, started=started
+                    )
+                if found is Point.BEFORE_USER_MESSAGE:
+                    self.agent._log_prompt(self.session_id, event)
+                return evaluate(
+                    pipeline, found, event, services, replay=replay, host=profile_, started=started
+                )
+            finally:
+                self.agent.sessions.give_back(pipeline)
+        finally:
+            self.agent._give_back(base)
+
+    async def aevaluate(
+        self,
+        point: Point | str,
+        fields: Mapping[str, Any] | None = None,
+        *,
+        host: str | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        template: str | None = None,
+        process: str | None = None,
+        time: str | None = None,
+        turn_id: str | None = None,
+        replay: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> Outcome:
+        """``evaluate`` on the running event loop (see ``Agent.aevaluate``)."""
+        import asyncio
+
+        started = clock.perf_counter()
+        who = (user_id, self._own(session_id), template, process)
+        base, found, event, profile_ = self.agent._begin(point, fields, who, time, turn_id, host)
+        try:
+            pipeline = self.agent.sessions.take(self.key, base)
+            try:
+                services = self.agent.engine.services
+                if isinstance(event, InputError):
+                    return refuse_event(
+                        pipeline, found, event, services, host=profile_, started=started
+                    )
+                if found is Point.BEFORE_USER_MESSAGE:
+                    await asyncio.to_thread(self.agent._log_prompt, self.session_id, event)
+                return await aevaluate(
+                    pipeline, found, event, services, replay=replay, host=profile_, started=started
+                )
+            finally:
+                self.agent.sessions.give_back(pipeline)
+        finally:
+            self.agent._give_back(base)
+
+    def _own(self, session_id: str | None) -> str:
+        if session_id is not None and session_id != self.session_id:
+            msg = f"this handle is session {self.session_id!r}; open another for {session_id!r}"
+            raise EventError([{"loc": ["session_id"], "msg": msg}])
+        return self.session_id
+
+    def close(self) -> None:
+        """Release the session's layer (its hooks close once no session uses them). Safe to
+        call twice."""
+        self._release()
+
+    @property
+    def closed(self) -> bool:
+        return not self._release.alive
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def session_key(hooks: Any, drop_agent_hooks: Any) -> Key:
+    """The key of a session's layer; EventError naming a wrong argument."""
+    errors = []
+    if isinstance(hooks, str) or not isinstance(hooks, Sequence):
+        errors.append({"loc": ["hooks"], "msg": "must be a list of hook names"})
+    elif not all(isinstance(h, str) for h in hooks):
+        errors.append({"loc": ["hooks"], "msg": "every hook name must be text"})
+    if not isinstance(drop_agent_hooks, bool):
+        errors.append({"loc": ["drop_agent_hooks"], "msg": "must be true or false"})
+    if errors:
+        raise EventError(errors)
+    return tuple(hooks), drop_agent_hooks
+
+
+__all__ = [
+    "SESSION_LAYER",
+    "Session",
+    "SessionLayers",
+    "compose",
+    "hooks_there",
+    "read_session_hooks",
+    "session_key",
+]
