@@ -19,7 +19,7 @@ import threading
 import time as clock
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -112,15 +112,17 @@ class _Layer:
     specs: list[HookSpec]
     pipeline: Pipeline
     built: tuple[Hook, ...]
-    """The hooks built for this layer (the others are the agent's, reused: not ours to close)."""
+    """The session's hooks, in order: built for this layer, closed when it no longer runs."""
     handles: int = 0
     stale: bool = False
     """A file of the agent changed: read the session's hooks again at the next evaluation."""
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    """Held while the layer is rebuilt: its sessions wait, others do not."""
 
 
 class SessionLayers:
     """An agent's session layers: built once per (hooks, generation), shared, closed when
-    unused. Thread-safe; evaluations never wait for a build of another layer."""
+    unused. Thread-safe; an evaluation waits only for a rebuild of its own layer."""
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
@@ -132,13 +134,19 @@ class SessionLayers:
 
     def open(self, key: Key) -> None:
         """Count a handle of ``key``, building its layer if none is live (ConfigError if the
-        hooks cannot be read or built)."""
+        hooks cannot be read or built). The build runs outside the lock."""
         with self._lock:
             layer = self._layers.get(key)
-            if layer is None:
-                layer = self._layers[key] = self._build(key, self.agent.pipeline, None)
-                self._watch()
+            if layer is not None:
+                layer.handles += 1
+                return
+        new = self._build(key, self.agent.pipeline, None)
+        with self._lock:
+            layer = self._layers.setdefault(key, new)
+            if layer is not new:  # another handle built it meanwhile
+                self._retire(new.pipeline, new.built)
             layer.handles += 1
+            self._watch()
 
     def release(self, key: Key) -> None:
         """A handle of ``key`` is closed; the last one retires the layer."""
@@ -153,16 +161,19 @@ class SessionLayers:
 
     def take(self, key: Key, base: Pipeline) -> Pipeline:
         """The layer's pipeline over ``base`` (the agent's snapshot), counted as running until
-        ``give_back``; rebuilt first when the agent reloaded or a file changed."""
+        ``give_back``; rebuilt first when the agent reloaded or a file changed (only the
+        sessions of this layer wait for that)."""
         with self._lock:
             layer = self._layers.get(key)
-            if layer is None:
-                raise EventError([{"loc": ["session"], "msg": "the session handle is closed"}])
+        if layer is None:
+            raise EventError([{"loc": ["session"], "msg": "the session handle is closed"}])
+        with layer.lock:
             if layer.pipeline.generation != base.generation or layer.stale:
                 self._refresh(layer, base)
-            pipeline = layer.pipeline
-            self._running[id(pipeline)] = self._running.get(id(pipeline), 0) + 1
-            return pipeline
+            with self._lock:
+                pipeline = layer.pipeline
+                self._running[id(pipeline)] = self._running.get(id(pipeline), 0) + 1
+                return pipeline
 
     def give_back(self, pipeline: Pipeline) -> None:
         with self._lock:
@@ -187,24 +198,25 @@ class SessionLayers:
     # -- building -------------------------------------------------------------------------------
 
     def _build(self, key: Key, base: Pipeline, last: _Layer | None) -> _Layer:
-        """The layer of ``key`` over ``base``; its hooks reused from the agent and from
-        ``last`` where unchanged, the others built."""
+        """The layer of ``key`` over ``base``, its hooks reused from ``last`` where unchanged.
+
+        A layer builds its own hooks, even those the agent has too: the agent's are closed
+        when a reload replaces them, and a layer that keeps its last good hooks (a session
+        hook that no longer loads) must not run closed ones."""
         names, drop = key
         engine = self.agent.engine
         folder = engine.project.root / "agents" / self.agent.name
         specs = read_session_hooks(folder, names, engine.project.root)
-        reuse = {_key_of(s.hook): s.hook for s in base.slots if s.layer == "agent"}
-        reuse |= {_key_of(h): h for h in (last.built if last else ())}
+        reuse = {_key_of(h): h for h in (last.built if last else ())}
         fresh = iter(engine.build_slots([s for s in specs if _spec_key(s) not in reuse], "agent"))
-        hooks = [reuse.get(_spec_key(s)) or next(fresh).hook for s in specs]
-        agent_hooks = {id(s.hook) for s in base.slots}
-        built = tuple(h for h in hooks if id(h) not in agent_hooks)
-        slots = [Slot(h, SESSION_LAYER) for h in hooks]
+        built = tuple(reuse.get(_spec_key(s)) or next(fresh).hook for s in specs)
+        slots = [Slot(h, SESSION_LAYER) for h in built]
         return _Layer(key, specs, compose(base, slots, drop_agent_hooks=drop), built)
 
     def _refresh(self, layer: _Layer, base: Pipeline) -> None:
         """Rebuild ``layer`` over ``base``; a session hook that no longer loads keeps the last
         good version of the session's hooks (reported in the log)."""
+        layer.stale = False  # a change heard while reading makes it stale again
         try:
             new = self._build(layer.key, base, layer)
         except ConfigError as exc:
@@ -216,14 +228,10 @@ class SessionLayers:
                 compose(base, slots, drop_agent_hooks=layer.key[1]),
                 layer.built,
             )
-        old = layer.pipeline, _without(layer.built, new.built)
-        layer.specs, layer.pipeline, layer.built, layer.stale = (
-            new.specs,
-            new.pipeline,
-            new.built,
-            False,
-        )
-        self._retire(*old)
+        with self._lock:
+            old = layer.pipeline, _without(layer.built, new.built)
+            layer.specs, layer.pipeline, layer.built = new.specs, new.pipeline, new.built
+            self._retire(*old)
 
     def _retire(self, pipeline: Pipeline, hooks: tuple[Hook, ...]) -> None:
         self._retired.append((pipeline, hooks))

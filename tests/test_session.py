@@ -14,6 +14,8 @@ import pytest
 from engine.cli.hookengine import main as hookengine
 from engine.errors import ConfigError, EventError
 from engine.runtime import Engine
+from tests import guard_kind as guards
+from tests.guard_kind import guard_kind  # noqa: F401 - the fixture
 
 
 def inject(name: str) -> str:
@@ -147,10 +149,11 @@ def test_sessions_with_the_same_hooks_share_one_built_layer_until_the_last_close
     built = first.pipeline
     assert second.pipeline is built
     extra = next(s.hook for s in built.slots if s.hook.name == "extra")
-    # the agent's own hook is reused, not built again
+    # a layer builds its own hooks, even one the agent has too
     shared = agent.session("s3", ["shared"])
     agent_shared = next(s.hook for s in agent.pipeline.slots if s.hook.name == "shared")
-    assert any(s.hook is agent_shared and s.layer == "session" for s in shared.pipeline.slots)
+    (own,) = [s.hook for s in shared.pipeline.slots if s.hook.name == "shared"]
+    assert own is not agent_shared and own.version == agent_shared.version
     first.close()
     first.close()
     assert first.closed and second.pipeline is built
@@ -252,3 +255,24 @@ def test_explain_shows_a_sessions_effective_order(
     assert "no hook 'nope'" in err and "hooks there: base, extra" in err
     assert hookengine([*args, "--drop-agent-hooks"]) == 2
     assert "--drop-agent-hooks goes with --session-hooks" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("guard_kind")
+def test_a_layers_hooks_close_when_its_last_handle_closes_and_nothing_runs_on_them(
+    root: Path, engine: Engine
+) -> None:
+    (root / "agents/a/hooks/gate.yaml").write_text(
+        "kind: test_guard\nname: gate\nforbidden: [shell]\ngated: true\n"
+    )
+    session = engine.agent("a").session("s", ["gate"])
+    answers: list[bool] = []
+    running = threading.Thread(target=lambda: answers.append(session.tool_call("shell").blocked))
+    running.start()
+    assert guards.ENTERED.wait(5)
+    session.close()
+    assert guards.CLOSED == []  # an evaluation still runs on it
+    guards.GATE.set()
+    running.join()
+    assert answers == [True]
+    (version,) = guards.CLOSED
+    assert len(version) == 12
