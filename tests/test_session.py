@@ -9,12 +9,14 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from engine.cli.hookengine import main as hookengine
 from engine.errors import ConfigError, EventError
 from engine.runtime import Engine
 from tests import guard_kind as guards
+from tests.conftest import REPO
 from tests.guard_kind import guard_kind  # noqa: F401 - the fixture
 
 
@@ -90,6 +92,8 @@ def test_records_name_each_hooks_layer(engine: Engine) -> None:
     (record,) = engine.records(agent="a")
     assert [(h.name, h.layer) for h in record.hooks] == [(h.name, h.layer) for h in out.hooks]
     assert record.scope["session_id"] == "s9" and record.scope["user_id"] == "u1"
+    schema = json.loads((REPO / "docs/schemas/records.json").read_text())
+    jsonschema.validate([record.model_dump(mode="json")], schema)  # `records --json`'s shape
 
 
 def test_a_session_handle_has_every_point_and_the_async_forms(engine: Engine) -> None:
@@ -237,7 +241,10 @@ def test_explain_shows_a_sessions_effective_order(
 ) -> None:
     args = ["explain", "--config", str(root), "--agent", "a", "--point", "before_user_message"]
     assert hookengine([*args, "--session-hooks", "extra,shared", "--json"]) == 0
-    entries = json.loads(capsys.readouterr().out)["points"]["before_user_message"]
+    data = json.loads(capsys.readouterr().out)
+    schema = json.loads((REPO / "docs/schemas/explain-agent.json").read_text())
+    jsonschema.validate(data, schema)
+    entries = data["points"]["before_user_message"]
     assert [(e["name"], e["layer"]) for e in entries] == [
         ("base", "agent"),
         ("extra", "session"),
