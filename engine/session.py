@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from engine.config.loader import HookSpec, load_hook_file, show
@@ -91,17 +92,19 @@ def _unknown(folder: Path, name: Any, there: list[str], i: int) -> Problem:
     )
 
 
-def compose(base: Pipeline, session: Sequence[Slot], *, drop_agent_hooks: bool) -> Pipeline:
-    """``base``'s pipeline with ``session``'s slots between its agent and host layers.
-
-    A hook set in several layers runs once, in its outermost one."""
+def compose(base: Pipeline, session: Sequence[Slot], key: Key) -> Pipeline:
+    """``base``'s pipeline with ``session``'s slots (the hooks of ``key``) between its agent
+    and host layers. A hook set in several layers runs once, in its outermost one."""
+    names, drop_agent_hooks = key
     host = [s for s in base.slots if s.layer == "host"]
     outer = {s.hook.name for s in host}
     kept = [s for s in session if s.hook.name not in outer]
     outer |= {s.hook.name for s in kept}
     inner = [] if drop_agent_hooks else [s for s in base.slots if s.layer == "agent"]
     inner = [s for s in inner if s.hook.name not in outer]
-    return Pipeline(base.agent, (*inner, *kept, *host), base.generation, base.records)
+    layer = MappingProxyType({"hooks": list(names), "drop_agent_hooks": drop_agent_hooks})
+    slots = (*inner, *kept, *host)
+    return Pipeline(base.agent, slots, base.generation, base.records, layer)
 
 
 @dataclass
@@ -203,15 +206,14 @@ class SessionLayers:
         A layer builds its own hooks, even those the agent has too: the agent's are closed
         when a reload replaces them, and a layer that keeps its last good hooks (a session
         hook that no longer loads) must not run closed ones."""
-        names, drop = key
         engine = self.agent.engine
         folder = engine.project.root / "agents" / self.agent.name
-        specs = read_session_hooks(folder, names, engine.project.root)
+        specs = read_session_hooks(folder, key[0], engine.project.root)
         reuse = {_key_of(h): h for h in (last.built if last else ())}
         fresh = iter(engine.build_slots([s for s in specs if _spec_key(s) not in reuse], "agent"))
         built = tuple(reuse.get(_spec_key(s)) or next(fresh).hook for s in specs)
         slots = [Slot(h, SESSION_LAYER) for h in built]
-        return _Layer(key, specs, compose(base, slots, drop_agent_hooks=drop), built)
+        return _Layer(key, specs, compose(base, slots, key), built)
 
     def _refresh(self, layer: _Layer, base: Pipeline) -> None:
         """Rebuild ``layer`` over ``base``; a session hook that no longer loads keeps the last
@@ -225,7 +227,7 @@ class SessionLayers:
             new = _Layer(
                 layer.key,
                 layer.specs,
-                compose(base, slots, drop_agent_hooks=layer.key[1]),
+                compose(base, slots, layer.key),
                 layer.built,
             )
         with self._lock:

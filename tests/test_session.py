@@ -283,3 +283,31 @@ def test_a_layers_hooks_close_when_its_last_handle_closes_and_nothing_runs_on_th
     assert answers == [True]
     (version,) = guards.CLOSED
     assert len(version) == 12
+
+
+def test_replay_runs_a_sessions_records_through_its_layers_again(
+    root: Path, engine: Engine
+) -> None:
+    from engine.replay import replay
+
+    agent = engine.agent("a")
+    with agent.session("s", ["no_shell"], drop_agent_hooks=True) as session:
+        assert session.tool_call("shell", {}).blocked
+        out = session.before_user_message("hi")
+    assert out.session == {"hooks": ["no_shell"], "drop_agent_hooks": True}
+    assert agent.before_user_message("hi").session is None
+    engine.flush()
+    records = sorted(engine.records(agent="a"), key=lambda r: r.time)
+    assert records[0].outcome["session"] == out.session
+    report = replay(engine, records)
+    assert (report.total, report.same, report.differences) == (3, 3, [])
+    # the session's hook changed since: replay shows the difference
+    (root / "agents/a/hooks/no_shell.py").write_text(
+        "def on_tool_call(event, host):\n    return None\n"
+    )
+    report = replay(engine, records)
+    assert [d.record.point for d in report.differences] == ["tool_call"]
+    # a session hook that is gone: its records are skipped, saying why
+    (root / "agents/a/hooks/no_shell.yaml").unlink()
+    report = replay(engine, records)
+    assert report.skipped == 2 and "no hook 'no_shell'" in report.skips[0][1]
