@@ -131,8 +131,10 @@ class SessionLayers:
         self.agent = agent
         self._lock = threading.RLock()
         self._layers: dict[Key, _Layer] = {}
-        self._running: dict[int, int] = {}
-        self._retired: list[tuple[Pipeline, tuple[Hook, ...]]] = []
+        self._running: dict[int, tuple[Pipeline, int]] = {}
+        """Evaluations in flight per pipeline (by id): their hooks are not closed."""
+        self._retired: list[Hook] = []
+        """Hooks no layer has any more, closed once no evaluation runs them."""
         self._unsubscribe: Any = None
 
     def open(self, key: Key) -> None:
@@ -147,7 +149,7 @@ class SessionLayers:
         with self._lock:
             layer = self._layers.setdefault(key, new)
             if layer is not new:  # another handle built it meanwhile
-                self._retire(new.pipeline, new.built)
+                self._retire(new.built)
             layer.handles += 1
             self._watch()
 
@@ -160,7 +162,7 @@ class SessionLayers:
             layer.handles -= 1
             if layer.handles <= 0:
                 del self._layers[key]
-                self._retire(layer.pipeline, layer.built)
+                self._retire(layer.built)
 
     def take(self, key: Key, base: Pipeline) -> Pipeline:
         """The layer's pipeline over ``base`` (the agent's snapshot), counted as running until
@@ -175,14 +177,15 @@ class SessionLayers:
                 self._refresh(layer, base)
             with self._lock:
                 pipeline = layer.pipeline
-                self._running[id(pipeline)] = self._running.get(id(pipeline), 0) + 1
+                _, count = self._running.get(id(pipeline), (pipeline, 0))
+                self._running[id(pipeline)] = pipeline, count + 1
                 return pipeline
 
     def give_back(self, pipeline: Pipeline) -> None:
         with self._lock:
-            left = self._running.pop(id(pipeline)) - 1
-            if left:
-                self._running[id(pipeline)] = left
+            _, count = self._running.pop(id(pipeline))
+            if count > 1:
+                self._running[id(pipeline)] = pipeline, count - 1
             else:
                 self._sweep()
 
@@ -193,7 +196,7 @@ class SessionLayers:
                 self._unsubscribe()
                 self._unsubscribe = None
             for layer in self._layers.values():
-                self._retired.append((layer.pipeline, layer.built))
+                self._retired += layer.built
             self._layers.clear()
             self._running.clear()
             self._sweep()
@@ -231,25 +234,24 @@ class SessionLayers:
                 layer.built,
             )
         with self._lock:
-            old = layer.pipeline, _without(layer.built, new.built)
+            gone = _without(layer.built, new.built)
             layer.specs, layer.pipeline, layer.built = new.specs, new.pipeline, new.built
-            self._retire(*old)
+            self._retire(gone)
 
-    def _retire(self, pipeline: Pipeline, hooks: tuple[Hook, ...]) -> None:
-        self._retired.append((pipeline, hooks))
+    def _retire(self, hooks: tuple[Hook, ...]) -> None:
+        self._retired += hooks
         self._sweep()
 
     def _sweep(self) -> None:
-        """Close the hooks of retired layers no evaluation runs on and no live layer uses."""
-        live = {id(h) for layer in self._layers.values() for h in layer.built}
-        busy = [(p, hooks) for p, hooks in self._retired if id(p) in self._running]
-        for pipeline, hooks in self._retired:
-            if id(pipeline) in self._running:
-                continue
-            for hook in hooks:
-                if id(hook) not in live and not any(_holds(h, hook) for _, h in busy):
-                    _close(hook)
-        self._retired = busy
+        """Close the retired hooks that no evaluation in flight runs (the others wait)."""
+        running = {id(s.hook) for p, _ in self._running.values() for s in p.slots}
+        waiting = []
+        for hook in self._retired:
+            if id(hook) in running:
+                waiting.append(hook)
+            else:
+                _close(hook)
+        self._retired = waiting
 
     # -- following reloads ----------------------------------------------------------------------
 
@@ -283,10 +285,6 @@ def _heard(ref: weakref.ref[SessionLayers], event: Any) -> None:
 def _without(hooks: tuple[Hook, ...], kept: tuple[Hook, ...]) -> tuple[Hook, ...]:
     ids = {id(h) for h in kept}
     return tuple(h for h in hooks if id(h) not in ids)
-
-
-def _holds(hooks: tuple[Hook, ...], hook: Hook) -> bool:
-    return any(h is hook for h in hooks)
 
 
 def _key_of(hook: Hook) -> tuple[str, str, str]:

@@ -311,3 +311,28 @@ def test_replay_runs_a_sessions_records_through_its_layers_again(
     (root / "agents/a/hooks/no_shell.yaml").unlink()
     report = replay(engine, records)
     assert report.skipped == 2 and "no hook 'no_shell'" in report.skips[0][1]
+
+
+@pytest.mark.usefixtures("guard_kind")
+def test_hooks_an_evaluation_runs_stay_open_across_a_reload_and_the_last_close(
+    root: Path, engine: Engine
+) -> None:
+    (root / "agents/a/hooks/gate.yaml").write_text(
+        "kind: test_guard\nname: gate\nforbidden: [shell]\ngated: true\n"
+    )
+    session = engine.agent("a").session("s", ["gate"])
+    running = threading.Thread(target=lambda: session.tool_call("shell"))
+    running.start()
+    assert guards.ENTERED.wait(5)
+    (root / "agents/a/agent.yaml").write_text("hooks: [base]\n")
+    assert engine.reload_agent("a")
+    rebuilt = session.pipeline  # the new generation, the same (unchanged) session hook
+    assert rebuilt.generation >= 1 and [s.hook.name for s in rebuilt.slots][-2:] == [
+        "gate",
+        "rules",
+    ]
+    session.close()
+    assert guards.CLOSED == []  # the evaluation that started before the reload still runs it
+    guards.GATE.set()
+    running.join()
+    assert len(guards.CLOSED) == 1
