@@ -36,7 +36,8 @@ from engine.pipeline import Pipeline, Services, Slot, aevaluate, evaluate, refus
 from engine.point_calls import PointCalls
 from engine.points import Point, make_event, suggest
 from engine.records import RecordWriter
-from engine.session import Session, SessionLayers, session_key
+from engine.session import Session
+from engine.session_layers import SessionLayers, session_key
 from engine.store import Record, RecordQuery, Store, open_store
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ LAYERS: list[set[str]] = [
     {"kinds", "tools"},
     {"masking", "outcome", "records"},
     {"batches", "pipeline"},
-    {"runtime", "session", "point_calls"},
+    {"runtime", "session", "session_layers", "point_calls"},
     {
         "reload",
         "reload_events",

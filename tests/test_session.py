@@ -216,6 +216,7 @@ def test_two_sessions_with_different_layers_run_at_once(engine: Engine) -> None:
         "x": (["extra"], ["base", "shared", "extra", "rules"]),
         "y": (["other"], ["base", "shared", "other", "rules"]),
         "z": (["extra"], ["extra", "rules"]),
+        "w": (["extra"], ["base", "shared", "extra", "rules"]),  # x's layer, shared
     }
     seen: dict[str, set[tuple[str, ...]]] = {k: set() for k in wanted}
     start = threading.Barrier(len(wanted))
@@ -336,3 +337,23 @@ def test_hooks_an_evaluation_runs_stay_open_across_a_reload_and_the_last_close(
     guards.GATE.set()
     running.join()
     assert len(guards.CLOSED) == 1
+
+
+def test_sessions_with_different_layers_interleave_under_one_event_loop(engine: Engine) -> None:
+    agent = engine.agent("a")
+
+    async def talk(sid: str, hooks: list[str]) -> list[tuple[str, ...]]:
+        with agent.session(sid, hooks) as session:
+            seen = []
+            for _ in range(10):
+                out = await session.abefore_user_message("hi")
+                seen.append(tuple(out.notices))
+                await asyncio.sleep(0)
+            return seen
+
+    async def both() -> list[list[tuple[str, ...]]]:
+        return await asyncio.gather(talk("x", ["extra"]), talk("y", ["other", "no_shell"]))
+
+    x, y = asyncio.run(both())
+    assert set(x) == {("base", "shared", "extra", "rules")}
+    assert set(y) == {("base", "shared", "other", "rules")}

@@ -170,7 +170,7 @@ def _replay_data(report: Any) -> dict[str, Any]:
 
 def explain(args: argparse.Namespace) -> int:
     """``explain RECORD``: the record's event, each hook's part and who decided;
-    ``explain --agent A``: the agent's hook order per point, with warnings."""
+    ``explain --agent A [--session-hooks H1,H2]``: the hook order per point, with warnings."""
     if args.record:
         return explain_record(args)
     if not args.agent:
