@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from engine.outcome import Outcome
     from engine.points import Point, Scope
     from engine.runtime import Agent, Engine
+    from engine.session import Session
     from engine.store import Record, RecordQuery
     from engine.tools.base import ToolResult, ToolSpec
 
@@ -47,6 +48,7 @@ _HOMES = {
     "ScriptError": "engine.errors",
     "ScriptLimitError": "engine.errors",
     "ScriptRuntimeError": "engine.errors",
+    "Session": "engine.session",
     "StoreError": "engine.errors",
     "StoreUnavailableError": "engine.errors",
     "ToolResult": "engine.tools.base",
@@ -71,6 +73,7 @@ __all__ = [
     "ScriptError",
     "ScriptLimitError",
     "ScriptRuntimeError",
+    "Session",
     "StoreError",
     "StoreUnavailableError",
     "ToolResult",

@@ -1,5 +1,7 @@
 """Explain an agent: the effective order of hooks per point, and warnings found statically.
 
+The order is the pipeline's (an agent's, or a session's: agent, session, then host layer).
+
 The warnings are heuristics, and say so. Found: a hook that never runs because an enforced hook
 before it blocks unconditionally (a script whose ``on_<point>`` starts with ``return
 {block: ...}``); a hook that can never change anything (inject without messages or notice,
@@ -63,6 +65,27 @@ def explain(pipeline: Pipeline, point: Point | None = None) -> Explanation:
     if point is None:
         result.warnings += [w for s in pipeline.slots for w in _idle_warnings(s.hook)]
     return result
+
+
+def explain_agent(
+    agent: Any,
+    point: Point | None = None,
+    *,
+    session_hooks: list[str] | None = None,
+    drop_agent_hooks: bool = False,
+) -> Explanation:
+    """``explain`` of an agent's live pipeline, or of a session's with ``session_hooks``
+    (``Agent.session``: its hooks between the agent's and the host layer's).
+
+    Raises:
+        ConfigError: a session hook is not in the agent's hooks/ folder (naming the folder
+            and the hooks there) or does not load.
+    """
+    if session_hooks is None:
+        return explain(agent.pipeline, point)
+    hooks = [name.strip() for name in session_hooks if name.strip()]
+    with agent.session("explain", hooks, drop_agent_hooks=drop_agent_hooks) as session:
+        return explain(session.pipeline, point)
 
 
 def _entry(hook: Hook, layer: str) -> Entry:
@@ -297,12 +320,13 @@ def _handler_text(source: str, name: str) -> str:
 def explanation_lines(ex: Explanation) -> list[str]:
     """The explanation as the command line prints it."""
     lines = [f"agent {ex.agent} (generation {ex.generation})"]
+    width = max([5, *(len(e.layer) for entries in ex.points.values() for e in entries)])
     for point, entries in ex.points.items():
         lines.append(f"{point}:" + ("" if entries else "  (no hooks)"))
         for n, e in enumerate(entries, 1):
             lines.append(
                 f"  {n}. {e.name:<20} {e.kind:<12} {e.version}  {e.mode:<7}  "
-                f"{e.layer:<5}  on_error={e.on_error}  {_shown(e.source)}"
+                f"{e.layer:<{width}}  on_error={e.on_error}  {_shown(e.source)}"
             )
     lines += [f"warning: {w}" for w in ex.warnings] or ["no warnings"]
     return lines
@@ -327,6 +351,7 @@ __all__ = [
     "always_blocks",
     "as_data",
     "explain",
+    "explain_agent",
     "explanation_lines",
     "host_warnings",
     "ignore_warning",

@@ -81,6 +81,9 @@ class Outcome:
     does not compare it)."""
     hooks: list[HookRun] = field(default_factory=list)
     generation: int = 0
+    session: dict[str, Any] | None = None
+    """Evaluated through a session with hooks of its own (``Agent.session``): its layer,
+    ``{hooks, drop_agent_hooks}``; None for the agent's own pipeline."""
 
     @property
     def short_circuit(self) -> bool:

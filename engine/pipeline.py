@@ -1,8 +1,9 @@
 """One point's evaluation: order the hooks, call them, apply the error policy, merge, record.
 
-Order: the agent's hooks in declared order, then the host layer (``config/hooks/``), which has
-the last word. Each hook sees the event as changed by the hooks before it. A pipeline is an
-immutable snapshot: a reload builds a new one, an evaluation in flight keeps the one it took.
+Order: the agent's hooks in declared order, then a session's own hooks when it has some
+(engine/session.py), then the host layer (``config/hooks/``), which has the last word. Each
+hook sees the event as changed by the hooks before it. A pipeline is an immutable snapshot: a
+reload builds a new one, an evaluation in flight keeps the one it took.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ class Pipeline:
     slots: tuple[Slot, ...]
     generation: int = 0
     records: RecordsSettings = field(default_factory=RecordsSettings)
+    session: Mapping[str, Any] | None = None
+    """A session's pipeline (engine/session.py): ``{hooks, drop_agent_hooks}``, which its
+    outcomes and records carry so that replay runs the same layers; None: the agent's."""
     by_point: Mapping[Point, tuple[Slot, ...]] = field(init=False)
     runs_as: Mapping[Point, tuple[int, ...]] = field(init=False)
     """Per point, per slot: how the hook runs (``INLINE``, ``BLOCKING`` or ``BATCHED``)."""
@@ -473,6 +477,8 @@ def _outcome(
         hooks=runs,
         generation=pipeline.generation,
     )
+    if pipeline.session is not None:
+        out.session = dict(pipeline.session)
     out.blocked = merged.block is not None
     out.reason = merged.block
     out.notices = list(merged.notice)

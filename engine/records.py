@@ -48,7 +48,7 @@ class Draft:
     decision: dict[str, Any]
     heard: dict[str, Any]
     """The outcome's ``events``, ``shadow``, ``failed``, ``duration_ms`` (and
-    ``input_error`` and ``unsupported`` when set)."""
+    ``input_error``, ``unsupported`` and ``session`` when set)."""
     host: str = "native"
     """The host that asked (engine/hosts.py)."""
 
@@ -66,6 +66,8 @@ class Draft:
             heard["input_error"] = outcome.input_error
         if outcome.unsupported:
             heard["unsupported"] = outcome.unsupported
+        if outcome.session is not None:
+            heard["session"] = outcome.session
         return cls(
             outcome.id,
             outcome.agent,

@@ -328,6 +328,8 @@ class Reloader:
                 | wanted_files(spec.folder, spec.folder / "agent.yaml")
             )
             found.update(dict.fromkeys(files, name))
+            # a session's own hooks (engine/session.py) reload with their agent
+            found.update(dict.fromkeys(self.engine.agent(name).sessions.files(), name))
         host = files_of(self.host_specs) | wanted_files(self.root, self.root / "engine.yaml")
         found.update(dict.fromkeys(host, None))
         return found

@@ -19,9 +19,10 @@ from engine.errors import EngineError, InputError
 from engine.hosts import HOSTS
 from engine.kinds import Memo
 from engine.outcome import DECISION_FIELDS, Outcome
-from engine.pipeline import REFUSED_PREFIX, Services, evaluate, refuse_event
+from engine.pipeline import REFUSED_PREFIX, Pipeline, Services, evaluate, refuse_event
 from engine.points import Point
 from engine.runtime import Engine
+from engine.session import Session
 from engine.store import Record, RecordQuery, open_store
 
 POINT_NAMES = frozenset(p.value for p in Point)
@@ -95,10 +96,13 @@ class Replayer:
         self.scratch = open_store(":memory:")
         memos: dict[tuple[str, str], Memo] = {}
         self.services = Services(self.scratch, lambda a, h: memos.setdefault((a, h), Memo()), None)
+        self.sessions: dict[tuple[str, Any], Session] = {}
+        """The sessions records were made in, opened once per agent and layer."""
 
     def outcome(self, record: Record) -> Outcome:
-        """The current hooks' outcome for a recorded event (recorded judge answers reused)."""
-        pipeline = self.engine.agent(record.agent).pipeline
+        """The current hooks' outcome for a recorded event (recorded judge answers reused);
+        a session's record runs through that session's layers again."""
+        pipeline = self.pipeline(record)
         extras = {run.name: run.extras for run in record.hooks if run.extras}
         point = Point(record.point)
         host = HOSTS.get(record.host) if record.host != "native" else None
@@ -114,6 +118,20 @@ class Replayer:
         except InputError as exc:
             return refuse_event(pipeline, point, exc, self.services)
         return evaluate(pipeline, point, event, self.services, replay=extras, host=host)
+
+    def pipeline(self, record: Record) -> Pipeline:
+        """The agent's current pipeline, or the layers of the session that made ``record``
+        (the session's hooks as they are now; ConfigError when one is gone)."""
+        agent = self.engine.agent(record.agent)
+        layer = record.outcome.get("session")
+        if not isinstance(layer, dict):
+            return agent.pipeline
+        key = (tuple(layer.get("hooks") or ()), bool(layer.get("drop_agent_hooks")))
+        session = self.sessions.get((record.agent, key))
+        if session is None:
+            session = agent.session("replay", list(key[0]), drop_agent_hooks=key[1])
+            self.sessions[(record.agent, key)] = session
+        return session.pipeline
 
     def run(
         self, records: list[Record], progress: Callable[[int, int], None] | None = None
@@ -174,6 +192,8 @@ class Replayer:
         )
 
     def close(self) -> None:
+        for session in self.sessions.values():
+            session.close()
         self.scratch.close()
 
 

@@ -33,8 +33,11 @@ from engine.kinds import BuildEnv, build_hook
 from engine.kinds.base import Memo
 from engine.outcome import Outcome
 from engine.pipeline import Pipeline, Services, Slot, aevaluate, evaluate, refuse_event
+from engine.point_calls import PointCalls
 from engine.points import Point, make_event, suggest
 from engine.records import RecordWriter
+from engine.session import Session
+from engine.session_layers import SessionLayers, session_key
 from engine.store import Record, RecordQuery, Store, open_store
 
 if TYPE_CHECKING:
@@ -334,6 +337,7 @@ class Engine:
         if self.reloader is not None:
             self.reloader.close()  # first: no swap may happen while pipelines close
         for agent in self._agents.values():
+            agent.sessions.close()
             agent.pipeline.close()
             agent.tools.close()
         if self.writer:
@@ -413,7 +417,7 @@ def _script_problem(spec: HookSpec, problem: Problem) -> Problem:
     return replace(problem, message=without_tokens(problem.message))
 
 
-class Agent:
+class Agent(PointCalls):
     """One agent's pipeline; a method per point, sync and async (``a``-prefixed)."""
 
     def __init__(self, engine: Engine, name: str, pipeline: Pipeline) -> None:
@@ -425,6 +429,8 @@ class Agent:
         """Evaluations in flight per pipeline (by id): a replaced one is closed at zero."""
         self.tools: ToolSet = _no_tools()
         """The tools the agent offers (replaced whole by a reload: ``swap_tools``)."""
+        self.sessions = SessionLayers(self)
+        """The layers of this agent's sessions (``session``), built once and shared."""
 
     def evaluate(
         self,
@@ -731,153 +737,31 @@ class Agent:
         """
         return list(self.tools.export(format))
 
-    def before_user_message(self, question: str, **scope: Any) -> Outcome:
-        """A user message arrived. ``out.answer`` set: skip the LLM; ``out.blocked``: refuse."""
-        return self.evaluate(Point.BEFORE_USER_MESSAGE, {"question": question}, **scope)
-
-    def before_call(
+    def session(
         self,
-        instruction: str = "",
-        messages: list[dict[str, Any]] | None = None,
-        tools: list[Any] | None = None,
-        settings: dict[str, Any] | None = None,
-        **scope: Any,
-    ) -> Outcome:
-        """Before an LLM request: instruction, sections, messages, tools, settings to use."""
-        fields = _call_fields(instruction, messages, tools, settings)
-        return self.evaluate(Point.BEFORE_CALL, fields, **scope)
-
-    def tool_call(
-        self,
-        name: str,
-        input: dict[str, Any] | None = None,
+        session_id: str,
+        hooks: list[str] | tuple[str, ...] = (),
         *,
-        call_id: str | None = None,
-        **scope: Any,
-    ) -> Outcome:
-        """Before a tool runs. ``d.blocked``: do not run it, tell the model ``d.reason``."""
-        return self.evaluate(
-            Point.TOOL_CALL, {"name": name, "input": input or {}, "call_id": call_id}, **scope
-        )
+        drop_agent_hooks: bool = False,
+    ) -> Session:
+        """A handle on this agent for conversation ``session_id``, with its own hooks.
 
-    def tool_result(
-        self,
-        name: str,
-        input: dict[str, Any] | None,
-        result: Any,
-        *,
-        call_id: str | None = None,
-        **scope: Any,
-    ) -> Outcome:
-        """After a tool ran: ``out.result`` is what to hand the model."""
-        return self.evaluate(
-            Point.TOOL_RESULT,
-            {"name": name, "input": input or {}, "result": result, "call_id": call_id},
-            **scope,
-        )
+        Its points run the agent's hooks (none with ``drop_agent_hooks``), then ``hooks``
+        (names of files in the agent's ``hooks/`` folder), then the host layer; a hook set in
+        several layers runs once, in its outermost one. It follows the agent's reloads.
+        Close it when the conversation ends (or use it as a context manager).
 
-    def before_assistant_message(self, question: str, answer: str, **scope: Any) -> Outcome:
-        """The answer is about to reach the user: ``out.answer`` is what to show."""
-        return self.evaluate(
-            Point.BEFORE_ASSISTANT_MESSAGE, {"question": question, "answer": answer}, **scope
-        )
-
-    def after_turn(
-        self,
-        question: str,
-        answer: str,
-        tool_calls: list[dict[str, Any]] | None = None,
-        **scope: Any,
-    ) -> Outcome:
-        """The turn ended (hooks only hear)."""
-        return self.evaluate(
-            Point.AFTER_TURN,
-            {"question": question, "answer": answer, "tool_calls": tool_calls or []},
-            **scope,
-        )
-
-    def after_loop(self, status: str, **scope: Any) -> Outcome:
-        """The agent loop ended with ``status`` (e.g. ``job_done``)."""
-        return self.evaluate(Point.AFTER_LOOP, {"status": status}, **scope)
-
-    def feedback(self, turn_id: str, rating: str, **scope: Any) -> Outcome:
-        """The user rated a turn: ``like`` or ``dislike``."""
-        return self.evaluate(Point.FEEDBACK, {"rating": rating}, turn_id=turn_id, **scope)
-
-    # asyncio forms: the same calls awaited on the running loop (see ``aevaluate``)
-    async def abefore_user_message(self, question: str, **scope: Any) -> Outcome:
-        return await self.aevaluate(Point.BEFORE_USER_MESSAGE, {"question": question}, **scope)
-
-    async def abefore_call(
-        self,
-        instruction: str = "",
-        messages: list[dict[str, Any]] | None = None,
-        tools: list[Any] | None = None,
-        settings: dict[str, Any] | None = None,
-        **scope: Any,
-    ) -> Outcome:
-        fields = _call_fields(instruction, messages, tools, settings)
-        return await self.aevaluate(Point.BEFORE_CALL, fields, **scope)
-
-    async def atool_call(
-        self,
-        name: str,
-        input: dict[str, Any] | None = None,
-        *,
-        call_id: str | None = None,
-        **scope: Any,
-    ) -> Outcome:
-        fields = {"name": name, "input": input or {}, "call_id": call_id}
-        return await self.aevaluate(Point.TOOL_CALL, fields, **scope)
-
-    async def atool_result(
-        self,
-        name: str,
-        input: dict[str, Any] | None,
-        result: Any,
-        *,
-        call_id: str | None = None,
-        **scope: Any,
-    ) -> Outcome:
-        fields = {"name": name, "input": input or {}, "result": result, "call_id": call_id}
-        return await self.aevaluate(Point.TOOL_RESULT, fields, **scope)
-
-    async def abefore_assistant_message(self, question: str, answer: str, **scope: Any) -> Outcome:
-        fields = {"question": question, "answer": answer}
-        return await self.aevaluate(Point.BEFORE_ASSISTANT_MESSAGE, fields, **scope)
-
-    async def aafter_turn(
-        self,
-        question: str,
-        answer: str,
-        tool_calls: list[dict[str, Any]] | None = None,
-        **scope: Any,
-    ) -> Outcome:
-        fields = {"question": question, "answer": answer, "tool_calls": tool_calls or []}
-        return await self.aevaluate(Point.AFTER_TURN, fields, **scope)
-
-    async def aafter_loop(self, status: str, **scope: Any) -> Outcome:
-        return await self.aevaluate(Point.AFTER_LOOP, {"status": status}, **scope)
-
-    async def afeedback(self, turn_id: str, rating: str, **scope: Any) -> Outcome:
-        return await self.aevaluate(Point.FEEDBACK, {"rating": rating}, turn_id=turn_id, **scope)
+        Raises:
+            EventError: ``session_id`` is not text, ``hooks`` not a list of names.
+            ConfigError: a name is not a hook in the agent's hooks/ folder (the message names
+                the folder and the hooks there), or a hook there does not load.
+        """
+        if not isinstance(session_id, str) or not session_id:
+            raise EventError([{"loc": ["session_id"], "msg": "must be non-empty text"}])
+        return Session(self, session_id, session_key(hooks, drop_agent_hooks))
 
 
 def _no_tools() -> ToolSet:
     from engine.tools.toolset import ToolSet
 
     return ToolSet()
-
-
-def _call_fields(
-    instruction: str,
-    messages: list[dict[str, Any]] | None,
-    tools: list[Any] | None,
-    settings: dict[str, Any] | None,
-) -> dict[str, Any]:
-    return {
-        "instruction": instruction,
-        "messages": messages or [],
-        "tools": tools or [],
-        "settings": settings or {},
-    }

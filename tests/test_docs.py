@@ -91,6 +91,7 @@ DOC_FILES = [
     "tools-openwebui.md",
     "builtins-entries.md",
     "builtins-compaction.md",
+    "builtins-layers.md",
 ]
 
 

@@ -15,11 +15,11 @@ LAYERS: list[set[str]] = [
     {"config"},
     {"store", "providers", "host_api"},
     {"sandbox"},
-    {"kinds", "tools", "entries"},
+    {"kinds", "entries"},
     {"masking", "outcome", "records"},
     {"batches", "pipeline"},
     {"tools"},
-    {"runtime"},
+    {"runtime", "session", "session_layers", "point_calls"},
     {
         "reload",
         "reload_events",

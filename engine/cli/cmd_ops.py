@@ -79,6 +79,8 @@ def register(sub: Any) -> None:
     add_config(p)
     p.add_argument("--db", help="read the record from this store instead of engine.yaml's")
     p.add_argument("--agent", help="explain this agent's hook order per point")
+    p.add_argument("--session-hooks", metavar="H1,H2", help="in a session with these hooks")
+    p.add_argument("--drop-agent-hooks", action="store_true", help="the session drops the agent's")
     p.add_argument("--point")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=explain)
@@ -168,19 +170,26 @@ def _replay_data(report: Any) -> dict[str, Any]:
 
 def explain(args: argparse.Namespace) -> int:
     """``explain RECORD``: the record's event, each hook's part and who decided;
-    ``explain --agent A``: the agent's hook order per point, with warnings."""
+    ``explain --agent A [--session-hooks H1,H2]``: the hook order per point, with warnings."""
     if args.record:
         return explain_record(args)
     if not args.agent:
         raise UsageError("explain: give a record id (hookengine explain 3f2a9c1e) or --agent")
-    from engine.explain import as_data, explanation_lines
-    from engine.explain import explain as run_explain
+    from engine.explain import as_data, explain_agent, explanation_lines
 
+    if args.drop_agent_hooks and args.session_hooks is None:
+        raise UsageError("explain: --drop-agent-hooks goes with --session-hooks")
     point = point_filter(args.point)
     with Engine.load(config_of(args), records=False, db=":memory:") as engine:
         agent = agent_filter(args.agent, engine.agents)
         assert agent is not None
-        ex = run_explain(engine.agent(agent).pipeline, Point(point) if point else None)
+        hooks = None if args.session_hooks is None else args.session_hooks.split(",")
+        ex = explain_agent(
+            engine.agent(agent),
+            Point(point) if point else None,
+            session_hooks=hooks,
+            drop_agent_hooks=args.drop_agent_hooks,
+        )
     if args.json:
         print_json(as_data(ex))
     else:

@@ -17,7 +17,8 @@ class HookRun:
     version: str
     mode: str = "enforce"
     layer: str = "agent"
-    """``agent`` or ``host`` (the host layer runs after the agent's hooks)."""
+    """``agent``, ``session`` (a session's own hooks, engine/session.py) or ``host``: they
+    run in that order, the host layer last."""
     status: str = "decided"
     """``decided`` (ran, change or none), ``failed``, or ``skipped`` (after a block)."""
     duration_ms: float = 0.0
