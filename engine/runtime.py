@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine import approvals
 from engine.config import ProjectConfig, load_project
 from engine.config.loader import AgentSpec, HookSpec
 from engine.config.models import EngineSettings
@@ -36,6 +37,7 @@ from engine.pipeline import Pipeline, Services, Slot, aevaluate, evaluate, refus
 from engine.points import Point, make_event, suggest
 from engine.records import RecordWriter
 from engine.store import Record, RecordQuery, Store, open_store
+from engine.store.approvals import Approval
 
 if TYPE_CHECKING:
     import asyncio
@@ -482,6 +484,36 @@ class Agent:
             StoreError: the store could not be read.
         """
         return self.engine.store.turn_log_get(self.name, session_id)
+
+    def resolve(
+        self, approval_id: str, approve: bool, *, by: str, note: str | None = None
+    ) -> Approval:
+        """Answer the question ``out.approval`` asked: approve or deny the call, as ``by``
+        (recorded with the time and ``note``). The host then evaluates the same call again.
+
+        Raises:
+            ApprovalError: the id is unknown (or another agent's), it expired (the call was
+                denied), or it was resolved already (the first decision stands).
+            StoreError: the store could not be read or written.
+        """
+        return approvals.resolve(
+            self.engine.store, self.name, approval_id, approve, by=by, note=note
+        )
+
+    async def aresolve(
+        self, approval_id: str, approve: bool, *, by: str, note: str | None = None
+    ) -> Approval:
+        """``resolve`` off the event loop (the store is written in a thread)."""
+        return await asyncio.to_thread(self.resolve, approval_id, approve, by=by, note=note)
+
+    def approvals(
+        self, *, session_id: str | None = None, user_id: str | None = None
+    ) -> list[Approval]:
+        """The approvals waiting on a person, oldest first: one session's (or user's) when
+        given, else all of this agent's."""
+        return approvals.pending(
+            self.engine.store, self.name, session_id=session_id, user_id=user_id
+        )
 
     def _log_prompt(self, session_id: str, event: dict[str, Any]) -> None:
         """Keep the event's question as the session's last prompt; a store failure is logged,

@@ -49,6 +49,7 @@ MODULES = {
     "faq_cache": "engine.kinds.faq_cache",
     "memory": "engine.kinds.memory",
     "script_hook": "engine.kinds.script_hook",
+    "approval": "engine.kinds.approval",
 }
 """The module of each kind; each exports ``build(spec, env) -> Hook``. Imported on first
 use, so an engine without script hooks never loads the sandbox, nor one without memory the

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from engine.encoding import escape_text
 from engine.errors import StoreError, StoreUnavailableError
+from engine.store.approvals import ApprovalTables
 from engine.store.db import to_url
 from engine.store.faq import FaqTables
 from engine.store.lazy import TURN_LOG_GET, TURN_LOG_PUT, turn_log_row
@@ -49,7 +50,7 @@ def _held_here(paths: list[Path]) -> list[Path]:
     return [path for path in paths if _identity(path) in held]
 
 
-class SqlStore(FaqTables, MemoryTables, StateTables):
+class SqlStore(ApprovalTables, FaqTables, MemoryTables, StateTables):
     """The engine's store on one database. Thread-safe; several processes may share it."""
 
     def __init__(self, url_or_path: str, **timeouts: float) -> None:
