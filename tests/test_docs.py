@@ -86,6 +86,7 @@ DOC_FILES = [
     "mcp.md",
     "langchain.md",
     "openai-agents.md",
+    "builtins-approval.md",
 ]
 
 

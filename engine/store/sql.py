@@ -188,6 +188,11 @@ class SqlStore(ApprovalTables, FaqTables, MemoryTables, StateTables):
 
     # -- the turn log ----------------------------------------------------------------------
 
+    def memory_forget(self, scope: str) -> int:
+        """Delete everything kept about a scope, its approvals included; how many rows went."""
+        gone = super().memory_forget(scope)
+        return gone + self._write(lambda conn: self.approvals_forget(conn, scope))
+
     def turn_log_put(self, agent: str, session_id: str, question: str, time: str) -> None:
         """Keep ``question`` as the last prompt of ``agent``'s session (one row per session,
         overwritten by the next).

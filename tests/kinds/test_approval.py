@@ -300,7 +300,10 @@ def test_a_condition_that_fails_blocks_the_tool(project, load) -> None:  # type:
 
 
 def test_a_condition_without_a_when_function_is_a_config_error(project, load) -> None:  # type: ignore[no-untyped-def]
-    bad = "when:\n  language: python\n  source: |\n    def on_tool_call(event, host):\n        return 1\n"
+    bad = (
+        "when:\n  language: python\n  source: |\n"
+        "    def on_tool_call(event, host):\n        return 1\n"
+    )
     with pytest.raises(ConfigError) as caught:
         make(project, load, bad)
     problem = caught.value.problems[0]
