@@ -23,7 +23,7 @@ def blocks(language: str) -> list[str]:
 def write_files(root: Path) -> None:
     """Each YAML block whose first line is ``# <path>`` is written there."""
     for block in blocks("yaml"):
-        first, _, rest = block.partition("\n")
+        first = block.partition("\n")[0]
         if first.startswith("# config/"):
             path = root / first.removeprefix("# ")
             path.parent.mkdir(parents=True, exist_ok=True)
