@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from engine.errors import ApprovalError
 from engine.points import Scope
+from engine.store import Store
 from engine.store.approvals import Approval
 
 log = logging.getLogger("engine.approvals")
@@ -17,7 +18,7 @@ def _now() -> str:
 
 
 def resolve(
-    store: object, agent: str, approval_id: str, approve: bool, *, by: str, note: str | None
+    store: Store, agent: str, approval_id: str, approve: bool, *, by: str, note: str | None
 ) -> Approval:
     """Decide ``agent``'s pending approval ``approval_id`` once, recording who and when.
 
@@ -29,22 +30,20 @@ def resolve(
         raise TypeError(f"approve must be True or False, got {type(approve).__name__}")
     if not by or not isinstance(by, str):
         raise ValueError("by: say who decides (a user name or id)")
-    found = store.approval_get(approval_id)  # type: ignore[attr-defined]
+    found = store.approval_get(approval_id)
     if found is None or found.agent != agent:
         raise ApprovalError(
             f"agent {agent!r} has no approval with id {approval_id!r}",
             approval_id=approval_id,
             cause="unknown",
         )
-    done: Approval = store.approval_resolve(  # type: ignore[attr-defined]
-        approval_id, approve=approve, by=by, note=note, now=_now()
-    )
+    done = store.approval_resolve(approval_id, approve=approve, by=by, note=note, now=_now())
     log.info("approval %s of agent %s: %s by %s", approval_id, agent, done.status, by)
     return done
 
 
 def pending(
-    store: object, agent: str, *, session_id: str | None = None, user_id: str | None = None
+    store: Store, agent: str, *, session_id: str | None = None, user_id: str | None = None
 ) -> list[Approval]:
     """``agent``'s approvals still waiting: of one session (or user) when given, else all."""
     scope = None
@@ -52,7 +51,4 @@ def pending(
         from engine.kinds.approval import whose
 
         scope = whose(Scope(session_id=session_id, user_id=user_id))
-    found: list[Approval] = store.approvals_pending(  # type: ignore[attr-defined]
-        agent, scope_key=scope, now=_now()
-    )
-    return found
+    return store.approvals_pending(agent, scope_key=scope, now=_now())

@@ -17,7 +17,7 @@ LAYERS: list[set[str]] = [
     {"sandbox"},
     {"kinds", "tools"},
     {"masking", "outcome", "records"},
-    {"batches", "pipeline"},
+    {"approvals", "batches", "pipeline"},
     {"runtime"},
     {
         "reload",

@@ -94,10 +94,7 @@ class ApprovalHook(SpecHook):
         scope = _remember_scope(self.config.remember, ctx)
         if scope is None:
             return None
-        found: str | None = ctx.store.approval_remembered(
-            ctx.agent, self.name, scope, tool, input_digest(args)
-        )
-        return found
+        return ctx.store.approval_remembered(ctx.agent, self.name, scope, tool, input_digest(args))
 
     def _ask(
         self, event: dict[str, Any], ctx: HookContext, tool: str, args: dict[str, Any]
