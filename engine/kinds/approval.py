@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from engine.config.loader import HookSpec
 from engine.config.models import ApprovalConfig
 from engine.errors import ConfigError, Problem
-from engine.kinds.base import HookContext
+from engine.kinds.base import HookContext, Mode
 from engine.kinds.common import SpecHook
 from engine.points import Point, Scope
 from engine.store.approvals import APPROVED, EXPIRED, PENDING, Approval, input_digest
@@ -74,6 +74,8 @@ class ApprovalHook(SpecHook):
             return _replayed(ctx)
         if self.condition is not None and not self.condition.holds(event):
             return None
+        if self.mode is Mode.SHADOW:  # what it would ask; nobody is asked, nothing is kept
+            return {"block": f"{REQUIRED}: {render(self.config.message, event)}"}
         remembered = self._remembered(ctx, tool, args)
         if remembered is not None:
             ctx.extras["approval"] = {"id": remembered, "status": "remembered"}
@@ -141,9 +143,8 @@ def _remember_scope(remember: str, ctx: HookContext) -> str | None:
 
 
 def _answer(ctx: HookContext, approval: Approval, status: str) -> dict[str, Any] | None:
-    """The change for ``approval`` at ``status``, its question kept in the record's extras.
-    An approved call whose key is its input (no call id) is asked again next time: the
-    approval was for that one call."""
+    """The change for ``approval`` at ``status``, the question and its answer kept in the
+    record's extras (``approval``), where the pipeline and replay read them."""
     ctx.extras["approval"] = {
         "id": approval.id,
         "message": approval.message,

@@ -355,3 +355,12 @@ def test_replay_of_an_approved_call_reproduces_it_from_the_record(project, load)
     (run,) = [h for h in recorded.hooks if h.name == "ask"]
     assert run.extras["approval"]["status"] == "approved"
     assert run.extras["approval"]["resolved_by"] == "alice"
+
+
+def test_a_shadow_approval_records_what_it_would_ask_and_keeps_nothing(project, load) -> None:  # type: ignore[no-untyped-def]
+    agent = make(project, load, "mode: shadow\n")
+    out = agent.tool_call("pay", {"amount": 5}, call_id="c1", session_id="s1")
+    assert not out.blocked and out.approval is None
+    shown = "approval required: Delete {{input.path}}?"  # no such input: left as written
+    assert out.shadow == [{"hook": "ask", "change": {"block": shown}}]
+    assert agent.approvals(session_id="s1") == []
