@@ -134,7 +134,10 @@ def whose(scope: Scope) -> str:
 def _call_key(event: dict[str, Any], args: dict[str, Any]) -> str:
     """What makes two evaluations the same call: the host's call id, else tool and input."""
     call_id = event.get("call_id")
-    return f"id:{call_id}" if call_id else f"input:{event['name']}:{input_digest(args)}"
+    if not call_id:
+        return f"input:{event['name']}:{input_digest(args)}"
+    # a long id is kept as its digest: the column holds 300 characters
+    return f"id:{call_id}" if len(call_id) <= 200 else f"id#{input_digest({'id': call_id})}"
 
 
 def _remember_scope(remember: str, ctx: HookContext) -> str | None:

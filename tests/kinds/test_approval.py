@@ -364,3 +364,12 @@ def test_a_shadow_approval_records_what_it_would_ask_and_keeps_nothing(project, 
     shown = "approval required: Delete {{input.path}}?"  # no such input: left as written
     assert out.shadow == [{"hook": "ask", "change": {"block": shown}}]
     assert agent.approvals(session_id="s1") == []
+
+
+def test_a_very_long_call_id_still_finds_its_approval(project, load) -> None:  # type: ignore[no-untyped-def]
+    agent = make(project, load)
+    long_id = "x" * 250  # the boundary takes up to 256
+    first = agent.tool_call("pay", {"amount": 5}, call_id=long_id, session_id="s1").approval
+    again = agent.tool_call("pay", {"amount": 5}, call_id=long_id, session_id="s1").approval
+    other = agent.tool_call("pay", {"amount": 5}, call_id=long_id + "y", session_id="s1").approval
+    assert first and again and other and first["id"] == again["id"] != other["id"]
