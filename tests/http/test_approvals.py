@@ -160,3 +160,13 @@ def test_the_approval_route_is_in_the_openapi_document(base: str, tmp_path: Path
     doc = httpx.get(f"{base}/openapi.json", timeout=10).json()
     post = doc["paths"]["/v1/approvals/{approval_id}"]["post"]
     assert {"200", "404", "409", "410"} <= set(post["responses"])
+
+
+def test_the_opa_route_carries_the_approval_and_denies_meanwhile(base: str) -> None:
+    body = {"input": {"name": "pay", "input": {"amount": 5}, "call_id": "o1", "scope": {}}}
+    response = httpx.post(
+        f"{base}/v1/data/hookengine/a/tool_call", json=body, headers=auth(DECIDE), timeout=10
+    )
+    assert response.status_code == 200, response.text
+    found = response.json()["result"]
+    assert found["allow"] is False and found["approval"]["message"] == "Pay 5?"
