@@ -36,6 +36,7 @@ from engine.integrations.openai_agents_events import (
     rewritten,
 )
 from engine.outcome import Outcome
+from engine.points import Point
 from engine.runtime import Agent as EngineAgent
 
 _DECIDED: weakref.WeakKeyDictionary[ToolContext[Any], Outcome] = weakref.WeakKeyDictionary()
@@ -178,8 +179,14 @@ _ASKED_MAX = 10_000
 
 def _needs_approval(tool: FunctionTool, policy: Policy) -> Any:
     """The copy's ``needs_approval``: the tool's own, or else whether tool_call asks a
-    person (an approval hook): the SDK then interrupts the run for the host to decide."""
+    person (an approval hook): the SDK then interrupts the run for the host to decide.
+    Only for an agent that has such a hook when the tools are guarded: the SDK asks for
+    approval of any call whose arguments it cannot parse once the setting is a function,
+    where the tool's guardrail would refuse it with the reason."""
     own = tool.needs_approval
+    slots = policy.agent.pipeline.by_point[Point.TOOL_CALL]
+    if not any(getattr(slot.hook, "runs_last", False) for slot in slots):
+        return own
 
     async def needs_approval(
         ctx: RunContextWrapper[Any], params: dict[str, Any], call_id: str

@@ -7,11 +7,13 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from engine.cli.dev import DevSession
 from engine.cli.hook_tool import main
 from engine.runtime import Engine
+from tests.conftest import REPO
 
 ASK = 'kind: approval\nname: ask\ntools: [pay]\nmessage: "Pay {{input.amount}}?"\n'
 
@@ -20,6 +22,11 @@ ASK = 'kind: approval\nname: ask\ntools: [pay]\nmessage: "Pay {{input.amount}}?"
 def hook(project: Callable[[dict[str, str]], Path]) -> Path:
     root = project({"agents/x/agent.yaml": "hooks: [ask]\n", "agents/x/hooks/ask.yaml": ASK})
     return root / "agents/x/hooks/ask.yaml"
+
+
+def conforms(data: object) -> None:
+    schema = json.loads((REPO / "docs/schemas/approvals.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(data)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -36,6 +43,7 @@ def test_hook_tool_asks_lists_approves_and_the_call_then_runs(
     assert code == 0 and "=> BLOCKED: approval required: Pay 5?" in out
     assert "=> ASK a person: approval " in out
     code, out, _ = run(capsys, str(hook), "approvals", "--db", db, "--json")
+    conforms(json.loads(out))
     (waiting,) = json.loads(out)["approvals"]
     assert code == 0 and waiting["message"] == "Pay 5?" and waiting["input"] == {"amount": 5}
     code, out, _ = run(capsys, str(hook), "approvals", "--db", db)
@@ -57,8 +65,9 @@ def test_hook_tool_deny_and_a_second_decision_refused(
     run(capsys, *argv)
     waiting = json.loads(run(capsys, str(hook), "approvals", "--db", db, "--json")[1])
     approval_id = waiting["approvals"][0]["id"]
-    code, out, _ = run(capsys, str(hook), "deny", approval_id, "--db", db, "--note", "no")
-    assert code == 0 and out.startswith("denied by hook_tool")
+    decided = run(capsys, str(hook), "deny", approval_id, "--db", db, "--json", "--note", "no")
+    conforms(json.loads(decided[1]))
+    assert json.loads(decided[1])["approval"]["status"] == "denied"
     code, out, _ = run(capsys, *argv)
     assert "=> BLOCKED: denied by hook_tool: no" in out
     code, _, err = run(capsys, str(hook), "approve", approval_id, "--db", db)
