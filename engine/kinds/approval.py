@@ -46,9 +46,11 @@ class Condition:
     owner: str
 
     def holds(self, event: dict[str, Any]) -> bool:
-        from engine.sandbox.limits import BatchCall
+        from engine.sandbox.limits import BatchCall, config_key
 
-        call = BatchCall(self.script, "on_tool_call", {}, "", {}, self.limits, self.owner)
+        call = BatchCall(
+            self.script, "on_tool_call", {}, config_key({}), {}, self.limits, self.owner
+        )
         result = self.pool.call_batch(Point.TOOL_CALL.value, event, [call])[0]
         if isinstance(result, Exception):
             raise result
