@@ -12,6 +12,7 @@ import importlib
 TYPE_CHECKING = False  # typing itself is not imported: it is a tenth of a bare import's time
 if TYPE_CHECKING:
     from engine.errors import (
+        ApprovalError,
         ConfigError,
         EngineError,
         EventError,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "Agent": "engine.runtime",
+    "ApprovalError": "engine.errors",
     "ConfigError": "engine.errors",
     "Engine": "engine.runtime",
     "EngineError": "engine.errors",
@@ -58,6 +60,7 @@ _HOMES = {
 
 __all__ = [
     "Agent",
+    "ApprovalError",
     "ConfigError",
     "Engine",
     "EngineError",

@@ -11,6 +11,8 @@
     ├── PluginError             a change a point does not accept, an unknown point
     ├── InputError              the host's event is not JSON data; .problems by path
     ├── EventError              the host called a point wrongly; .errors [{loc, msg}]
+    ├── ApprovalError           a resolution refused: .approval_id, .cause unknown | expired
+    │                           | resolved
     └── StoreError              the store could not read or write
         └── StoreUnavailableError   the store as a whole cannot write now (down, disk full)
 
@@ -361,6 +363,17 @@ class EventError(EngineError):
 
 def _loc(loc: list[Any]) -> str:
     return ".".join(str(part) for part in loc) or "event"
+
+
+class ApprovalError(EngineError):
+    """A resolution of a pending approval was refused. ``cause``: ``unknown`` (no approval
+    has that id), ``expired`` (its ``timeout_s`` passed: the call was denied) or ``resolved``
+    (someone decided already; the first decision stands)."""
+
+    def __init__(self, message: str, *, approval_id: str, cause: str) -> None:
+        super().__init__(message)
+        self.approval_id = approval_id
+        self.cause = cause
 
 
 class StoreError(EngineError):

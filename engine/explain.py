@@ -207,6 +207,7 @@ KIND_FIELDS: dict[str, dict[Point, frozenset[str]]] = {
     },
     "faq_cache": {Point.BEFORE_USER_MESSAGE: frozenset({"answer", "notice", "messages"})},
     "memory": {Point.BEFORE_USER_MESSAGE: frozenset({"messages", "notice"})},
+    "approval": {Point.TOOL_CALL: frozenset({"block"})},
 }
 """The change fields each built-in kind may produce, per point."""
 

@@ -33,6 +33,10 @@ class HostProfile:
     """Per point, the change fields the host applies (a point left out: none)."""
     notes: MappingProxyType[Point, str]
     """Per point, how the host applies them (its hook event and output fields)."""
+    approval: str | None = None
+    """How the host puts ``Outcome.approval`` (a tool call waiting on a person) to its
+    user; None: it has no such concept, and the call is denied with a reason saying that
+    approval is required."""
 
     def supports(self, point: str | Point, field: str) -> bool:
         """Whether this host applies ``field`` of a change at ``point``."""
@@ -54,14 +58,16 @@ class HostProfile:
 _POINTS: dict[str, Point] = {p.value: p for p in Point}
 
 
-def _profile(name: str, table: dict[Point, tuple[set[str], str]]) -> HostProfile:
+def _profile(
+    name: str, table: dict[Point, tuple[set[str], str]], approval: str | None = None
+) -> HostProfile:
     applies = {point: frozenset(fields) for point, (fields, _) in table.items()}
     notes = {point: note for point, (_, note) in table.items() if note}
     for point, fields in applies.items():
         extra = fields - ACCEPTED[point]
         if extra:  # a profile names only fields the point takes at all
             raise ValueError(f"host {name}: {point} takes no {sorted(extra)}")
-    return HostProfile(name, MappingProxyType(applies), MappingProxyType(notes))
+    return HostProfile(name, MappingProxyType(applies), MappingProxyType(notes), approval)
 
 
 _EVERYTHING = {point: (set(fields), "") for point, fields in ACCEPTED.items()}
@@ -191,14 +197,20 @@ _OPENAI_AGENTS = {
 
 HOSTS: MappingProxyType[str, HostProfile] = MappingProxyType(
     {
-        "native": _profile("native", _EVERYTHING),
-        "opa": _profile("opa", _EVERYTHING),
+        "native": _profile("native", _EVERYTHING, "Outcome.approval; Agent.resolve"),
+        "opa": _profile("opa", _EVERYTHING, "result.approval; POST /v1/approvals/{id}"),
         "litellm": _profile("litellm", _LITELLM),
-        "claude-code": _profile("claude-code", _CLAUDE_CODE),
+        "claude-code": _profile(
+            "claude-code", _CLAUDE_CODE, "PreToolUse permissionDecision ask (its own prompt)"
+        ),
         "codex": _profile("codex", _CODEX),
         "mcp": _profile("mcp", _MCP),
-        "langchain": _profile("langchain", _LANGCHAIN),
-        "openai-agents": _profile("openai-agents", _OPENAI_AGENTS),
+        "langchain": _profile(
+            "langchain", _LANGCHAIN, "wrap_tool_call: an interrupt (HumanInTheLoopMiddleware)"
+        ),
+        "openai-agents": _profile(
+            "openai-agents", _OPENAI_AGENTS, "needs_approval: the run's interruptions"
+        ),
     }
 )
 """Every host the engine knows, by name."""

@@ -76,6 +76,11 @@ class Outcome:
     """Changes the host that asked cannot apply (``evaluate(..., host=)``, engine/hosts.py):
     ``{hook, field, host, message}`` each. The decision stands; the host shows what it can.
     At ``tool_call`` such a change (but a notice) also blocks the tool."""
+    approval: dict[str, Any] | None = None
+    """tool_call: a person must decide first (``ask``): ``{id, message, tool, input}``. The
+    outcome is also a block whose reason says approval is required, so a host that cannot
+    ask denies the call; one that can shows ``message`` and answers with ``Agent.resolve``,
+    then evaluates the same call (same ``call_id``) again."""
     duration_ms: float = 0.0
     """Wall time of the evaluation, from the call to the outcome (not a decision: replay
     does not compare it)."""

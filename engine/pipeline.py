@@ -1,9 +1,11 @@
 """One point's evaluation: order the hooks, call them, apply the error policy, merge, record.
 
 Order: the agent's hooks in declared order, then a session's own hooks when it has some
-(engine/session.py), then the host layer (``config/hooks/``), which has the last word. Each
-hook sees the event as changed by the hooks before it. A pipeline is an immutable snapshot: a
-reload builds a new one, an evaluation in flight keeps the one it took.
+(engine/session.py), then the host layer (``config/hooks/``), which has the last word; at
+``tool_call`` the hooks that ask a person (``runs_last``: kind approval) come after all of
+them, so a person is asked about the input every policy left, and never about a call a policy
+blocks. Each hook sees the event as changed by the hooks before it. A pipeline is an immutable
+snapshot: a reload builds a new one, an evaluation in flight keeps the one it took.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ class Pipeline:
     """Per point, per slot: how the hook runs (``INLINE``, ``BLOCKING`` or ``BATCHED``)."""
 
     def __post_init__(self) -> None:
-        table = {p: tuple(s for s in self.slots if p in s.hook.points) for p in Point}
+        table = {p: _ordered(p, [s for s in self.slots if p in s.hook.points]) for p in Point}
         object.__setattr__(self, "by_point", table)
         runs_as = {p: tuple(_runs_as(s.hook) for s in slots) for p, slots in table.items()}
         object.__setattr__(self, "runs_as", runs_as)
@@ -67,6 +69,15 @@ class Pipeline:
     def close(self) -> None:
         for slot in self.slots:
             slot.hook.close()
+
+
+def _ordered(point: Point, slots: list[Slot]) -> tuple[Slot, ...]:
+    """A point's slots in running order: declared order, but at ``tool_call`` the hooks
+    that ask a person (``runs_last``) after every other, in their own declared order."""
+    if point is not Point.TOOL_CALL:
+        return tuple(slots)
+    last = [s for s in slots if getattr(s.hook, "runs_last", False)]
+    return tuple([s for s in slots if s not in last] + last)
 
 
 INLINE, BLOCKING, BATCHED = 0, 1, 2
@@ -218,6 +229,8 @@ class Run:
         self.shadow: list[dict[str, Any]] = []
         self.failed: list[str] = []
         self.refusal: tuple[str, Change] | None = None
+        self.approval: dict[str, Any] | None = None
+        """The question a hook asked a person, when its block is the one that stands."""
         self.stopped = False
         """A block or a refusal ended the chain: the hooks left are skipped."""
 
@@ -273,6 +286,8 @@ class Run:
         self.merger.add(answer, given)
         self.seen = apply(self.point, self.seen, answer, given)
         self.stopped = self.merger.block is not None
+        if self.stopped and answer.block is not None:
+            self.approval = _asked(ctx)
 
     def for_host(
         self, hook: str, answer: Change, given: dict[str, Any]
@@ -297,7 +312,7 @@ class Run:
             merged = merge(point, merged, self.refusal[1])
         outcome = _outcome(pipeline, point, self.event, self.seen, merged, self.runs)
         outcome.events, outcome.shadow, outcome.failed = self.out_events, self.shadow, self.failed
-        outcome.unsupported = self.unsupported
+        outcome.unsupported, outcome.approval = self.unsupported, self.approval
         outcome.duration_ms = (time.perf_counter() - self.started) * 1000
         if self.services.submit is not None and pipeline.records.enabled:
             draft = Draft.of(outcome, self.event, self.scope, host=self.host_name)
@@ -307,6 +322,14 @@ class Run:
     @property
     def host_name(self) -> str:
         return "native" if self.host is None else self.host.name
+
+
+def _asked(ctx: HookContext) -> dict[str, Any] | None:
+    """The question a hook that blocked left in its extras (``approval`` while pending)."""
+    asked = ctx.extras.get("approval")
+    if not isinstance(asked, dict) or asked.get("status") != "pending":
+        return None
+    return {name: asked.get(name) for name in ("id", "message", "tool", "input")}
 
 
 def _evaluation(

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine import approvals
 from engine.config import ProjectConfig, load_project
 from engine.config.loader import AgentSpec, HookSpec
 from engine.config.models import EngineSettings
@@ -39,6 +40,7 @@ from engine.records import RecordWriter
 from engine.session import Session
 from engine.session_layers import SessionLayers, session_key
 from engine.store import Record, RecordQuery, Store, open_store
+from engine.store.approvals import Approval
 
 if TYPE_CHECKING:
     import asyncio
@@ -600,6 +602,36 @@ class Agent(PointCalls):
     ) -> list[dict[str, Any]]:
         """``entries`` awaited: the store's read runs in a thread."""
         return await asyncio.to_thread(self.entries, session_id, kind, last=last)
+
+    def resolve(
+        self, approval_id: str, approve: bool, *, by: str, note: str | None = None
+    ) -> Approval:
+        """Answer the question ``out.approval`` asked: approve or deny the call, as ``by``
+        (recorded with the time and ``note``). The host then evaluates the same call again.
+
+        Raises:
+            ApprovalError: the id is unknown (or another agent's), it expired (the call was
+                denied), or it was resolved already (the first decision stands).
+            StoreError: the store could not be read or written.
+        """
+        return approvals.resolve(
+            self.engine.store, self.name, approval_id, approve, by=by, note=note
+        )
+
+    async def aresolve(
+        self, approval_id: str, approve: bool, *, by: str, note: str | None = None
+    ) -> Approval:
+        """``resolve`` off the event loop (the store is written in a thread)."""
+        return await asyncio.to_thread(self.resolve, approval_id, approve, by=by, note=note)
+
+    def approvals(
+        self, *, session_id: str | None = None, user_id: str | None = None
+    ) -> list[Approval]:
+        """The approvals waiting on a person, oldest first: one session's (or user's) when
+        given, else all of this agent's."""
+        return approvals.pending(
+            self.engine.store, self.name, session_id=session_id, user_id=user_id
+        )
 
     def _log_prompt(self, session_id: str, event: dict[str, Any]) -> None:
         """Keep the event's question as the session's last prompt; a store failure is logged,

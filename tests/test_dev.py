@@ -182,7 +182,7 @@ def test_an_unknown_command_is_refused_with_the_list_of_commands(session: Any) -
     assert session.handle(":stauts")
     assert said(session) == (
         "unknown command :stauts (did you mean ':status'?); "
-        "commands: :status, :explain, :reload, :help, :quit"
+        "commands: :status, :explain, :reload, :approvals, :approve, :deny, :help, :quit"
     )
     session.handle(":help")
     assert "type a message to run a turn" in said(session)

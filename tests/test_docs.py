@@ -92,6 +92,7 @@ DOC_FILES = [
     "builtins-entries.md",
     "builtins-compaction.md",
     "builtins-layers.md",
+    "builtins-approval.md",
 ]
 
 

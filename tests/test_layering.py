@@ -17,7 +17,7 @@ LAYERS: list[set[str]] = [
     {"sandbox"},
     {"kinds", "entries"},
     {"masking", "outcome", "records"},
-    {"batches", "pipeline"},
+    {"approvals", "batches", "pipeline"},
     {"tools"},
     {"runtime", "session", "session_layers", "point_calls"},
     {

@@ -8,18 +8,31 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.cli import common
-from engine.cli.render import outcome_lines
+from engine.cli.render import approval_line, outcome_lines, short
 from engine.demo import offline_answer
+from engine.errors import ApprovalError
 from engine.explain import explain, explanation_lines
 from engine.outcome import Outcome
 from engine.reload import ReloadEvent
 from engine.runtime import Engine
 from engine.why import deciders
 
-COMMANDS = (":status", ":explain", ":reload", ":help", ":quit")
+COMMANDS = (
+    ":status",
+    ":explain",
+    ":reload",
+    ":approvals",
+    ":approve",
+    ":deny",
+    ":help",
+    ":quit",
+)
 HELP = f"""type a message to run a turn (offline answers), or:
   tool NAME {{json}}           run tool_call (e.g. tool delete_file {{"path": "a.txt"}})
   result NAME {{json}} JSON    run tool_result with an input and a result
+  :approvals                 the session's calls waiting on a person
+  :approve ID [note]         approve one (then run the same tool call again)
+  :deny ID [note]            deny one
   {"  ".join(COMMANDS)}"""
 PROMPT = "> "
 
@@ -91,10 +104,13 @@ class DevSession:
             self.say(f"error: {exc}")
         return True
 
-    def _command(self, name: str) -> bool:
+    def _command(self, line: str) -> bool:
+        name, _, rest = line.partition(" ")
         if name in ("q", "quit", "exit"):
             return False
-        if name == "status":
+        if name in ("approvals", "approve", "deny"):
+            self.say("\n".join(self.approval_lines(name, rest.strip())))
+        elif name == "status":
             from engine.cli.cmd_ops import status_lines
 
             self.say("\n".join(status_lines(self.engine.status())))
@@ -108,6 +124,23 @@ class DevSession:
             hint = common.suggestion(f":{name}", list(COMMANDS)).strip()
             self.say(f"unknown command :{name} {hint}; commands: {', '.join(COMMANDS)}")
         return True
+
+    def approval_lines(self, verb: str, rest: str) -> list[str]:
+        """``:approvals`` lists the session's waiting calls; ``:approve`` / ``:deny`` ID
+        [note] decides one, as ``dev``."""
+        if verb == "approvals":
+            waiting = self.agent.approvals(session_id=self.scope["session_id"])
+            return [approval_line(a) for a in waiting] or ["no approvals waiting"]
+        approval_id, _, note = rest.partition(" ")
+        if not approval_id:
+            return [f"usage: :{verb} ID [note] (:approvals lists the ids)"]
+        try:
+            done = self.agent.resolve(
+                approval_id, verb == "approve", by="dev", note=note.strip() or None
+            )
+        except ApprovalError as exc:
+            return [f"error: {exc}"]
+        return [f"{done.status}: {done.tool} {short(done.input)} (run the tool call again)"]
 
     def _tool(self, line: str) -> None:
         verb, rest = line.split(" ", 1)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli.common import EXIT_OK, UsageError, print_json, run_main, say, version_text
-from engine.cli.render import outcome_lines
+from engine.cli.render import approval_line, outcome_lines, short
 from engine.cli.testrun import add_test_options, run_and_report
 from engine.config import find_config_root, load_engine_settings, load_hook_file
 from engine.config.loader import AgentSpec, ProjectConfig
@@ -30,7 +30,11 @@ VERBS = {
     "feedback": (2, "run feedback with TURN_ID and like|dislike"),
     "call": (1, "run before_call with a JSON object of instruction, messages, tools, settings"),
     "test": (0, "run the hook's YAML tests (tests: and <name>.test.yaml); exit 1 on failure"),
+    "approvals": (0, "list the tool calls waiting on a person (with --db)"),
+    "approve": (1, "approve the waiting call ID (with --db; --by, --note)"),
+    "deny": (1, "deny the waiting call ID (with --db; --by, --note)"),
 }
+APPROVAL_VERBS = ("approvals", "approve", "deny")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -61,6 +65,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--template", help="template name in the scope")
     p.add_argument("--user", help="user_id in the scope")
     p.add_argument("--session", help="session_id in the scope")
+    p.add_argument("--call-id", help="call_id of the tool verb's call (default: none)")
+    p.add_argument("--by", default="hook_tool", help="who approves or denies (recorded)")
+    p.add_argument("--note", help="why (recorded with an approval or a denial)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--version", action="version", version=f"%(prog)s {version_text()}")
     test_options = p.add_argument_group("options of the test verb")
@@ -89,7 +96,17 @@ def _run(args: argparse.Namespace) -> int:
         return _info(path, args)
     if args.verb == "test":
         return _test(path, args)
+    if args.verb in APPROVAL_VERBS and not args.db:
+        raise UsageError(
+            f"{args.verb} reads the store the tool call asked in: give the same --db "
+            "(a scratch store keeps nothing between runs)"
+        )
     db = args.db or SCRATCH_STORE
+    if args.verb in APPROVAL_VERBS:
+        with load_engine(
+            path, agent=args.agent, db=db, live=False, one_shot=True, config=args.config
+        ) as engine:
+            return _approvals(engine.agent(args.agent), args)
     with load_engine(
         path, agent=args.agent, db=db, live=args.live, one_shot=True, config=args.config
     ) as engine:
@@ -200,6 +217,23 @@ def _config_root(path: Path, config: str | None) -> Path | None:
     return root.resolve()
 
 
+def _approvals(agent: Agent, args: argparse.Namespace) -> int:
+    """``approvals``: what waits (in ``--session`` when given); ``approve`` / ``deny`` ID."""
+    if args.verb == "approvals":
+        waiting = agent.approvals(session_id=args.session, user_id=args.user)
+        if args.json:
+            print_json({"approvals": [a.to_dict() for a in waiting]})
+        else:
+            say("\n".join(approval_line(a) for a in waiting) or "no approvals waiting")
+        return EXIT_OK
+    done = agent.resolve(args.args[0], args.verb == "approve", by=args.by, note=args.note)
+    if args.json:
+        print_json({"approval": done.to_dict()})
+    else:
+        say(f"{done.status} by {done.resolved_by}: {done.tool} {short(done.input)}")
+    return EXIT_OK
+
+
 def _record_only(hook: Any) -> bool:
     """Whether ``hook`` touches no store when it runs (the pipeline writes its record)."""
     if hook.kind == "script_hook":
@@ -231,7 +265,7 @@ def _evaluate(agent: Agent, args: argparse.Namespace) -> list[Outcome]:
         data = _json_arg(a[1], "the tool input")
         if not isinstance(data, dict):
             raise UsageError('the tool input must be a JSON object, e.g. \'{"path": "a.txt"}\'')
-        return [agent.tool_call(a[0], data, **scope)]
+        return [agent.tool_call(a[0], data, call_id=args.call_id, **scope)]
     if args.verb == "result":
         data = _json_arg(a[1], "the tool input")
         if not isinstance(data, dict):

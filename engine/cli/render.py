@@ -35,10 +35,20 @@ def outcome_lines(out: Outcome, *, verbose: bool = True) -> list[str]:
     return lines
 
 
+def approval_line(approval: Any) -> str:
+    """A waiting approval as one line: its id, the question, the call, when it expires."""
+    return (
+        f"  {approval.id}  {approval.message}  [{approval.tool} {short(approval.input)}; "
+        f"expires {approval.expires_at}]"
+    )
+
+
 def _decision_lines(out: Outcome) -> list[str]:
     lines = []
     if out.blocked:
         lines.append(f"  => BLOCKED: {out.reason}")
+    if out.approval is not None:
+        lines.append(f"  => ASK a person: approval {out.approval['id']}")
     if out.point == "before_user_message":
         if out.answer is not None:
             lines.append(f"  => answer (LLM skipped): {short(out.answer)}")

@@ -138,7 +138,8 @@ class HookBase(Strict):
     """Fields every hook has."""
 
     kind: str
-    """Selects the hook's kind: inject, escalate, faq_cache, memory, script_hook, compaction."""
+    """Selects the hook's kind: inject, escalate, faq_cache, memory, script_hook, compaction,
+    approval."""
     name: str = Field(pattern=r"^[A-Za-z0-9_.\-]{1,100}$")
     """Unique within an agent; records and errors use it."""
     description: str = ""
@@ -387,13 +388,45 @@ class CompactionConfig(HookBase):
         return self
 
 
+class ApprovalWhen(Strict):
+    """An inline script whose ``when(event, host)`` says whether to ask: a truthy answer
+    asks, a falsy one lets the call through. Sandboxed like a script hook."""
+
+    language: Literal["python", "javascript"]
+    """The script's language."""
+    source: str = Field(min_length=1)
+    """The script; it defines ``when(event, host)``."""
+
+
+class ApprovalConfig(HookBase):
+    """Asks a person before a tool runs (tool_call); runs after every other tool_call hook,
+    on the input they left."""
+
+    kind: Literal["approval"]
+    tools: list[str] = Field(default_factory=lambda: ["*"], min_length=1)
+    """Tool names to ask about, as globs (``delete_*``); default: every tool."""
+    when: ApprovalWhen | None = None
+    """A condition over the event; unset: always ask for the tools above."""
+    message: str = Field(default="Allow {{tool}} with {{input}}?", min_length=1)
+    """What the person is shown: ``{{tool}}``, ``{{input}}`` (JSON), ``{{input.<key>}}``,
+    ``{{call_id}}``."""
+    timeout_s: float = Field(default=300.0, gt=0, le=7 * 24 * 3600)
+    """Seconds after the first ask past which the call is denied."""
+    remember: Literal["none", "session", "user"] = "none"
+    """An approval also allows the same tool with the same input later: in this session,
+    for this user, or never."""
+
+    default_on_error: ClassVar[OnError] = OnError.FAIL
+
+
 HookConfig = Annotated[
     InjectConfig
     | EscalateConfig
     | FaqCacheConfig
     | MemoryConfig
     | ScriptHookConfig
-    | CompactionConfig,
+    | CompactionConfig
+    | ApprovalConfig,
     Field(discriminator="kind"),
 ]
 """Any hook's configuration; ``kind`` selects the model."""
@@ -405,6 +438,7 @@ KINDS: dict[str, type[HookBase]] = {
     "memory": MemoryConfig,
     "script_hook": ScriptHookConfig,
     "compaction": CompactionConfig,
+    "approval": ApprovalConfig,
 }
 
 

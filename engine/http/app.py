@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute, Match, Route
 
-from engine.http import claude_code, decisions, litellm, opa, tools
+from engine.http import approvals, claude_code, decisions, litellm, opa, tools
 from engine.http.auth import load_auth, require
 from engine.http.errors import (
     ApiError,
@@ -124,10 +124,12 @@ ROUTERS: tuple[RouterFactory, ...] = (
     litellm.router,
     claude_code.router,
     tools.router,
+    approvals.router,
 )
 """The decision routers, each made from the engine and the ``decide`` dependency: native,
 OPA-compatible, LiteLLM's guardrail API (docs/litellm.md), Claude Code's hooks
-(docs/claude-code.md), and tool calls and specs (docs/tools.md)."""
+(docs/claude-code.md), tool calls and specs (docs/tools.md); and the approval routes
+(docs/builtins-approval.md)."""
 
 ScopePath = Annotated[
     str,

@@ -101,6 +101,10 @@ class DecisionOut(BaseModel):
     """The engine's time for this decision, in microseconds."""
     hooks: list[dict[str, Any]] | None = None
     """With ``explain``: each hook's run."""
+    approval: dict[str, Any] | None = None
+    """tool_call: a person must decide first: ``{id, message, tool, input}`` (the decision is
+    a block meanwhile). Answer with ``POST /v1/approvals/{id}``, then ask again with the same
+    ``call_id``."""
 
 
 class BatchOut(BaseModel):
@@ -161,6 +165,8 @@ def decision(outcome: Outcome, event: Mapping[str, Any], *, explain: bool = Fals
     }
     if explain:
         data["hooks"] = [run.to_dict() for run in outcome.hooks]
+    if outcome.approval is not None:
+        data["approval"] = outcome.approval
     return data
 
 

@@ -61,6 +61,9 @@ class OpaResult(BaseModel):
     reason: str | None
     changes: dict[str, Any]
     unsupported: list[dict[str, Any]]
+    approval: dict[str, Any] | None = None
+    """tool_call: a person must decide first (``allow`` is false meanwhile): ``{id, message,
+    tool, input}``; answer with ``POST /v1/approvals/{id}``."""
 
 
 class OpaOut(BaseModel):
@@ -116,7 +119,7 @@ def split_input(data: Mapping[str, Any], at: Place) -> tuple[dict[str, Any], dic
 
 
 def result(outcome: Outcome, event: Mapping[str, Any]) -> dict[str, Any]:
-    return {
+    found = {
         "allow": not outcome.blocked,
         "turn_id": outcome.turn_id,
         "blocked": outcome.blocked,
@@ -124,6 +127,9 @@ def result(outcome: Outcome, event: Mapping[str, Any]) -> dict[str, Any]:
         "changes": changes(outcome, event),
         "unsupported": outcome.unsupported,
     }
+    if outcome.approval is not None:
+        found["approval"] = outcome.approval
+    return found
 
 
 def failed(error: ApiError) -> dict[str, Any]:

@@ -8,7 +8,8 @@ hook event          point                   what the hook prints
 UserPromptSubmit    before_user_message     block / answer: ``decision: block`` with the text;
                                             injected messages: ``additionalContext``
 PreToolUse          tool_call               block: ``permissionDecision: deny``; a rewrite:
-                                            ``updatedInput`` (never ``allow``)
+                                            ``updatedInput`` (never ``allow``); an approval:
+                                            ``permissionDecision: ask`` (Claude Code only)
 PostToolUse         tool_result             a changed result: ``updatedToolOutput`` in the
                                             shape of ``tool_response``
 Stop                after_turn              nothing (the turn's question is the session's
@@ -159,6 +160,8 @@ def _user_prompt(agent: Agent, payload: Mapping[str, Any], dialect: str) -> dict
 def _tool_call(agent: Agent, payload: Mapping[str, Any], dialect: str) -> dict[str, Any]:
     fields = _tool_fields(payload)
     out = _evaluate(agent, "tool_call", fields, payload, dialect)
+    if out.approval is not None and dialect == "claude":
+        return _with_message(_ask(out, fields["input"]), out)
     if out.blocked:
         return _with_message(_deny(_reason(out)), out)
     if not _changed(out, "input") or out.input == fields["input"]:
@@ -284,6 +287,20 @@ def _deny(reason: str) -> dict[str, Any]:
             "permissionDecisionReason": reason,
         }
     }
+
+
+def _ask(out: Outcome, given: dict[str, Any]) -> dict[str, Any]:
+    """``permissionDecision: ask``: Claude Code puts the approval's message to the person in
+    its own permission prompt (with the input the policies left, when they changed it)."""
+    assert out.approval is not None
+    answer = {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "ask",
+        "permissionDecisionReason": out.approval["message"],
+    }
+    if out.approval["input"] != given:
+        answer["updatedInput"] = out.approval["input"]
+    return {"hookSpecificOutput": answer}
 
 
 def _changed(out: Outcome, field: str) -> bool:

@@ -15,7 +15,8 @@ wrap_model_call      before_call               ``request.override(system_message
                                                ``AIMessage``, the model is not called
 wrap_tool_call       tool_call, tool_result    block: an error ``ToolMessage``; a rewrite:
                                                ``request.override(tool_call=)``; the result's
-                                               content is replaced
+                                               content is replaced; an approval: an
+                                               ``interrupt`` (HumanInTheLoopMiddleware's shape)
 after_model          before_assistant_message  the final answer becomes an ``AIMessage`` with
                                                the same id
 after_agent          after_turn                nothing (hooks only hear)
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import suppress
 from typing import TYPE_CHECKING, Annotated, Any, NotRequired
 
 from langchain.agents.middleware.types import (
@@ -41,8 +43,10 @@ from langchain.agents.middleware.types import (
     hook_config,
 )
 from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.types import interrupt
 
-from engine.errors import EventError
+from engine.errors import ApprovalError, EventError
+from engine.integrations.langchain_approval import approval_request, decision_of
 from engine.integrations.langchain_events import (
     PREFIX,
     ToolOutput,
@@ -190,8 +194,21 @@ class HookMiddleware(AgentMiddleware[HookState, Any, Any]):
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolOutput]
     ) -> ToolOutput:
         call = request.tool_call
+        fields = tool_fields(call)
         try:
-            out = self._evaluate(Point.TOOL_CALL, tool_fields(call), request.runtime, request.state)
+            out = self._evaluate(Point.TOOL_CALL, fields, request.runtime, request.state)
+        except Exception as exc:  # noqa: BLE001 - the edge: a failed check blocks the tool
+            return tool_refusal(call, _failed("tool_call", exc))
+        if out.approval is not None:
+            answer = interrupt(approval_request(out.approval))  # a person decides; resumed
+            try:
+                approve, by, note = decision_of(answer)
+                with suppress(ApprovalError):  # decided already (or expired): ask again
+                    self.agent.resolve(out.approval["id"], approve, by=by, note=note)
+                out = self._evaluate(Point.TOOL_CALL, fields, request.runtime, request.state)
+            except Exception as exc:  # noqa: BLE001 - the edge: a failed check blocks the tool
+                return tool_refusal(call, _failed("tool_call", exc))
+        try:
             if out.blocked:
                 return tool_refusal(call, out.reason)
             request = with_input(request, out.input)
@@ -210,6 +227,18 @@ class HookMiddleware(AgentMiddleware[HookState, Any, Any]):
         try:
             fields = tool_fields(call)
             out = await self._aevaluate(Point.TOOL_CALL, fields, request.runtime, request.state)
+        except Exception as exc:  # noqa: BLE001 - the edge: a failed check blocks the tool
+            return tool_refusal(call, _failed("tool_call", exc))
+        if out.approval is not None:
+            answer = interrupt(approval_request(out.approval))  # a person decides; resumed
+            try:
+                approve, by, note = decision_of(answer)
+                with suppress(ApprovalError):  # decided already (or expired): ask again
+                    await self.agent.aresolve(out.approval["id"], approve, by=by, note=note)
+                out = await self._aevaluate(Point.TOOL_CALL, fields, request.runtime, request.state)
+            except Exception as exc:  # noqa: BLE001 - the edge: a failed check blocks the tool
+                return tool_refusal(call, _failed("tool_call", exc))
+        try:
             if out.blocked:
                 return tool_refusal(call, out.reason)
             request = with_input(request, out.input)

@@ -7,6 +7,9 @@ tool input guardrail         tool_call                 block, malformed argument
                                                        check: ``reject_content(reason)``, the
                                                        tool does not run
 ``guard_tools``' invoker     tool_call                 a rewritten input: the tool runs with it
+``guard_tools``'             tool_call                 an approval: the run's
+``needs_approval``                                     ``interruptions``; answer each with
+                                                       ``resolve_approval``
 tool output guardrail        tool_result               a replaced or withheld result:
                                                        ``reject_content(text)``
 ``call_model_input_filter``  before_call               ``ModelInputData(input, instructions)``;
@@ -66,7 +69,12 @@ from engine.integrations.openai_agents_events import (
     rewritten,
     tool_calls,
 )
-from engine.integrations.openai_agents_tools import ToolGuardrails, guard_tools, tool_guardrails
+from engine.integrations.openai_agents_tools import (
+    ToolGuardrails,
+    guard_tools,
+    resolve_approval,
+    tool_guardrails,
+)
 from engine.outcome import Outcome
 from engine.runtime import Agent as EngineAgent
 
@@ -85,6 +93,7 @@ __all__ = [
     "input_guardrail",
     "output_guardrail",
     "question_of",
+    "resolve_approval",
     "run",
     "tool_guardrails",
 ]

@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import replace
 from typing import Any, NamedTuple
 
 from agents import (
     FunctionTool,
+    RunContextWrapper,
+    RunState,
     Tool,
+    ToolApprovalItem,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrail,
     ToolOutputGuardrail,
@@ -19,7 +23,7 @@ from agents import (
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolInputGuardrailData, ToolOutputGuardrailData
 
-from engine.errors import EngineError
+from engine.errors import ApprovalError, EngineError
 from engine.integrations.openai_agents_events import (
     PREFIX,
     Policy,
@@ -32,6 +36,7 @@ from engine.integrations.openai_agents_events import (
     rewritten,
 )
 from engine.outcome import Outcome
+from engine.points import Point
 from engine.runtime import Agent as EngineAgent
 
 _DECIDED: weakref.WeakKeyDictionary[ToolContext[Any], Outcome] = weakref.WeakKeyDictionary()
@@ -166,6 +171,69 @@ _UNCHECKED = (
 )
 
 
+_ASKED: dict[str, str] = {}
+"""The approval a tool call waits on, by its call id (``needs_approval`` notes it,
+``resolve_approval`` takes it); bounded by ``_ASKED_MAX``."""
+_ASKED_MAX = 10_000
+
+
+def _needs_approval(tool: FunctionTool, policy: Policy) -> Any:
+    """The copy's ``needs_approval``: the tool's own, or else whether tool_call asks a
+    person (an approval hook): the SDK then interrupts the run for the host to decide.
+    Only for an agent that has such a hook when the tools are guarded: the SDK asks for
+    approval of any call whose arguments it cannot parse once the setting is a function,
+    where the tool's guardrail would refuse it with the reason."""
+    own = tool.needs_approval
+    slots = policy.agent.pipeline.by_point[Point.TOOL_CALL]
+    if not any(getattr(slot.hook, "runs_last", False) for slot in slots):
+        return own
+
+    async def needs_approval(
+        ctx: RunContextWrapper[Any], params: dict[str, Any], call_id: str
+    ) -> bool:
+        if own is True or (callable(own) and await own(ctx, params, call_id)):
+            return True
+        fields = {"name": tool.name, "input": params, "call_id": call_id}
+        try:
+            out = await policy.evaluate("tool_call", fields, ctx.context)
+        except Exception:  # noqa: BLE001 - the tool's input guardrail decides (and blocks)
+            return False
+        if out.approval is None:
+            return False
+        if len(_ASKED) >= _ASKED_MAX:
+            _ASKED.pop(next(iter(_ASKED)))
+        _ASKED[call_id] = out.approval["id"]
+        return True
+
+    return needs_approval
+
+
+async def resolve_approval(
+    state: RunState[Any],
+    item: ToolApprovalItem,
+    agent: EngineAgent,
+    approve: bool,
+    *,
+    by: str,
+    note: str | None = None,
+) -> None:
+    """Answer one of a run's ``interruptions`` in the engine (recorded: who, when, why) and
+    in the run's ``state``; then ``Runner.run(agent, state)`` goes on. Approving only in
+    ``state`` is not enough: the engine still asks, and the tool is rejected saying so.
+
+    Raises:
+        StoreError: the engine's store could not be written.
+    """
+    approval_id = _ASKED.pop(item.call_id or "", None)
+    if approval_id is not None:
+        with suppress(ApprovalError):  # decided already, or expired: the engine says which
+            await agent.aresolve(approval_id, approve, by=by, note=note)
+    if approve:
+        state.approve(item)
+    else:
+        state.reject(item, rejection_message=f"denied by {by}" + (f": {note}" if note else ""))
+
+
 def _guard(tool: FunctionTool, policy: Policy) -> FunctionTool:
     guards = _tool_guards(policy, rewrites=True)
     inner = tool.on_invoke_tool
@@ -191,6 +259,7 @@ def _guard(tool: FunctionTool, policy: Policy) -> FunctionTool:
     return replace(
         tool,
         on_invoke_tool=invoke,
+        needs_approval=_needs_approval(tool, policy),
         tool_input_guardrails=[*guards.input, *(tool.tool_input_guardrails or [])],
         tool_output_guardrails=[*guards.output, *(tool.tool_output_guardrails or [])],
     )

@@ -50,6 +50,7 @@ MODULES = {
     "memory": "engine.kinds.memory",
     "script_hook": "engine.kinds.script_hook",
     "compaction": "engine.kinds.compaction",
+    "approval": "engine.kinds.approval",
 }
 """The module of each kind; each exports ``build(spec, env) -> Hook``. Imported on first
 use, so an engine without script hooks never loads the sandbox, nor one without memory the

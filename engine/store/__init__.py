@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from engine.store.records import LossSummary, Record, RecordLoss, RecordQuery
 
 if TYPE_CHECKING:
+    import sqlalchemy as sa
+
+    from engine.store.approvals import Approval
     from engine.store.artifacts import ArtifactRow
     from engine.store.models import (
         Episode,
@@ -133,6 +136,52 @@ class Store(Protocol):
     def entries_forget(self, scope: str) -> int:
         """Delete the entries of ``session:<id>`` or ``user:<id>``; return how many went
         (``memory_forget`` calls it too)."""
+        ...
+
+    # -- approvals (engine/store/approvals.py) ----------------------------------------------
+
+    def approval_add(self, approval: Approval) -> None:
+        """Keep a new pending approval."""
+        ...
+
+    def approval_get(self, approval_id: str) -> Approval | None:
+        """The approval with this id; None if there is none."""
+        ...
+
+    def approval_for_call(
+        self, agent: str, hook: str, scope_key: str, call_key: str
+    ) -> Approval | None:
+        """The newest approval asked for this call in this scope; None if none was."""
+        ...
+
+    def approvals_pending(
+        self, agent: str | None = None, *, scope_key: str | None = None, now: str
+    ) -> list[Approval]:
+        """Approvals still waiting at ``now``, oldest first (of one agent and scope)."""
+        ...
+
+    def approval_resolve(
+        self, approval_id: str, *, approve: bool, by: str, note: str | None, now: str
+    ) -> Approval:
+        """Decide a pending approval once (ApprovalError: unknown, expired, resolved)."""
+        ...
+
+    def approval_expire(self, approval_id: str) -> None:
+        """Mark a pending approval whose time passed as expired."""
+        ...
+
+    def approval_close(self, approval_id: str) -> None:
+        """Detach a decided approval from its call key (the next such call is asked anew)."""
+        ...
+
+    def approval_remembered(
+        self, agent: str, hook: str, scope: str, tool: str, input_digest: str
+    ) -> str | None:
+        """The id of the approval remembered for this tool and input in ``scope``; None."""
+        ...
+
+    def approvals_forget(self, conn: sa.Connection, scope: str) -> int:
+        """Delete a scope's approvals and what it remembered, in ``conn``'s transaction."""
         ...
 
     # -- FAQ pairs -------------------------------------------------------------------------

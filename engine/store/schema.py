@@ -213,6 +213,45 @@ entries_table = sa.Table(
 """What hooks and hosts keep in a conversation (host.entries, Agent.remember): JSON per row,
 stamped with the turn; the user's id is kept so that forgetting a user deletes them."""
 
+# -- version 9: approvals --------------------------------------------------------------------
+
+approvals_table = sa.Table(
+    "approvals",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("agent", sa.String(200), nullable=False),
+    sa.Column("hook", sa.String(200), nullable=False),
+    sa.Column("scope_key", sa.String(300), nullable=False),
+    sa.Column("call_key", sa.String(300), nullable=False),
+    sa.Column("tool", sa.String(200), nullable=False),
+    sa.Column("input", sa.Text, nullable=False),
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Column("remember_scope", sa.String(300)),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("created_at", sa.String(40), nullable=False),
+    sa.Column("expires_at", sa.String(40), nullable=False),
+    sa.Column("resolved_by", sa.String(200)),
+    sa.Column("resolved_at", sa.String(40)),
+    sa.Column("note", sa.Text),
+    sa.Index("ix_approvals_call", "agent", "hook", "scope_key", "call_key"),
+    sa.Index("ix_approvals_pending", "agent", "status"),
+)
+"""One row per question put to a person: pending until resolved or past ``expires_at``."""
+
+approvals_remembered_table = sa.Table(
+    "approvals_remembered",
+    metadata,
+    sa.Column("agent", sa.String(200), primary_key=True),
+    sa.Column("hook", sa.String(200), primary_key=True),
+    sa.Column("scope", sa.String(300), primary_key=True),
+    sa.Column("tool", sa.String(200), primary_key=True),
+    sa.Column("input_digest", sa.String(64), primary_key=True),
+    sa.Column("approval_id", sa.String(40), nullable=False),
+    sa.Column("time", sa.String(40), nullable=False),
+)
+"""Approvals kept for later calls (``remember: session | user``): the same tool with the
+same input in that session or for that user is allowed without asking."""
+
 MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     1: (records_table, state_table),
     2: (
@@ -230,6 +269,7 @@ MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     6: (),
     7: (artifacts_table,),
     8: (entries_table,),
+    9: (approvals_table, approvals_remembered_table),
 }
 """The tables each schema version added, in creation order."""
 

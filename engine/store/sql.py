@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from engine.encoding import escape_text
 from engine.errors import StoreError, StoreUnavailableError
+from engine.store.approvals import ApprovalTables
 from engine.store.artifacts import ArtifactTables
 from engine.store.db import to_url
 from engine.store.entries import EntryTables
@@ -51,13 +52,8 @@ def _held_here(paths: list[Path]) -> list[Path]:
     return [path for path in paths if _identity(path) in held]
 
 
-class SqlStore(EntryTables, FaqTables, MemoryTables, StateTables, ArtifactTables):
+class SqlStore(ApprovalTables, EntryTables, FaqTables, MemoryTables, StateTables, ArtifactTables):
     """The engine's store on one database. Thread-safe; several processes may share it."""
-
-    def memory_forget(self, scope: str) -> int:
-        """Delete everything kept about a scope: its memory, and the entries of a session's
-        or a user's conversations; returns how many rows went."""
-        return MemoryTables.memory_forget(self, scope) + self.entries_forget(scope)
 
     def __init__(self, url_or_path: str, **timeouts: float) -> None:
         super().__init__(url_or_path, **timeouts)
@@ -193,6 +189,12 @@ class SqlStore(EntryTables, FaqTables, MemoryTables, StateTables, ArtifactTables
         return "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
 
     # -- the turn log ----------------------------------------------------------------------
+
+    def memory_forget(self, scope: str) -> int:
+        """Delete everything kept about a scope: its memory, the entries of a session's or a
+        user's conversations, and its approvals; returns how many rows went."""
+        gone = MemoryTables.memory_forget(self, scope) + self.entries_forget(scope)
+        return gone + self._write(lambda conn: self.approvals_forget(conn, scope))
 
     def turn_log_put(self, agent: str, session_id: str, question: str, time: str) -> None:
         """Keep ``question`` as the last prompt of ``agent``'s session (one row per session,
