@@ -5,6 +5,7 @@ cycles and unknown agents refused at load and on reload."""
 from __future__ import annotations
 
 import asyncio
+import re
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from engine import Engine
 from engine.errors import ConfigError
 from engine.tools.delegate import MAX_DEPTH
-from tests.conftest import write
+from tests.conftest import REPO, write
 
 NOTES = """
 kind: inject
@@ -305,3 +306,34 @@ def test_a_reload_that_would_close_a_cycle_keeps_the_last_good_tools(tmp_path: P
         assert "delegation cycle" in str(engine.status())
         assert "a -> b -> a" in str(engine.status()) or "b -> a -> b" in str(engine.status())
         assert engine.agent("b").tool_specs() == []
+
+
+def test_the_delegate_page_examples_run(tmp_path: Path) -> None:
+    page = (REPO / "docs" / "builtins-delegate.md").read_text()
+    files = {}
+    for block in re.findall(r"```yaml\n(.*?)```", page, flags=re.S):
+        first, _, body = block.partition("\n")
+        files[first.removeprefix("# config/")] = body
+    assert sorted(files) == [
+        "agents/assistant/agent.yaml",
+        "agents/assistant/tools/researcher.yaml",
+        "agents/research/agent.yaml",
+        "agents/research/hooks/no_secrets.yaml",
+        "agents/research/hooks/notes.yaml",
+    ]
+    (host,) = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    with load(write(tmp_path / "config", files), tmp_path) as engine:
+        exec(host, {"engine": engine})
+        assert engine.agent("research").last_prompt("s1.researcher") == "the wifi password?"
+
+
+def test_the_tools_page_delegate_example_loads(tmp_path: Path) -> None:
+    page = (REPO / "docs" / "tools.md").read_text()
+    section = page.split("\n## delegate\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```yaml\n(.*?)```", section, flags=re.S)
+    root = research_project(tmp_path)
+    target = block.replace("agent: research\n", "agent: researcher\n")  # this project's name
+    (root / "agents/assistant/tools/research.yaml").write_text(target)
+    with load(root, tmp_path) as engine:
+        (spec,) = engine.agent("assistant").tool_specs()
+        assert spec["function"]["name"] == "researcher"
