@@ -140,12 +140,14 @@ class DelegateTool:
 
     async def _arun(self, agent: Any, request: str, session: str, user_id: str | None) -> str:
         sync, async_ = self.engine.turn_runner, self.engine.aturn_runner
-        scope = {"session_id": session, "user_id": user_id}
+        scope: dict[str, Any] = {"session_id": session, "user_id": user_id}
         if async_ is not None:
             return await async_(agent, request, **scope)
         if sync is not None:
             return await asyncio.to_thread(sync, agent, request, **scope)
-        return await arun_turn(agent, request, **scope, instruction=self.instruction)
+        return await arun_turn(
+            agent, request, session_id=session, user_id=user_id, instruction=self.instruction
+        )
 
     def _answered(self, answer: Any, chain: tuple[str, ...], session: str) -> ToolResult:
         if not isinstance(answer, str):

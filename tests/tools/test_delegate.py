@@ -337,3 +337,21 @@ def test_the_tools_page_delegate_example_loads(tmp_path: Path) -> None:
     with load(root, tmp_path) as engine:
         (spec,) = engine.agent("assistant").tool_specs()
         assert spec["function"]["name"] == "researcher"
+
+
+def test_check_reports_a_cycle_and_an_unknown_agent(tmp_path: Path) -> None:
+    from engine.checking import check_project
+
+    root = write(
+        tmp_path / "config",
+        {
+            "agents/a/agent.yaml": "tools: [to_b, ghost]\n",
+            "agents/a/tools/to_b.yaml": delegate("to_b", "b"),
+            "agents/a/tools/ghost.yaml": delegate("ghost", "nobody"),
+            "agents/b/agent.yaml": "tools: [to_a]\n",
+            "agents/b/tools/to_a.yaml": delegate("to_a", "a"),
+        },
+    )
+    shown = [str(p) for p in check_project(root).problems]
+    assert any("delegation cycle a -> b -> a" in p for p in shown), shown
+    assert any("ghost.yaml:3: agent: no agent 'nobody'" in p for p in shown), shown
