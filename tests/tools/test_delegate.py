@@ -5,6 +5,7 @@ cycles and unknown agents refused at load and on reload."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from itertools import pairwise
 from pathlib import Path
@@ -15,7 +16,9 @@ import pytest
 from engine import Engine
 from engine.errors import ConfigError
 from engine.tools.delegate import MAX_DEPTH
+from tests import llm_server
 from tests.conftest import REPO, write
+from tests.llm_server import ScriptedLLM
 
 NOTES = """
 kind: inject
@@ -24,6 +27,8 @@ messages:
   - role: system
     content: "The notes say: the launch is on Friday."
 """
+
+llm = llm_server.llm
 
 GATE = """
 kind: script_hook
@@ -355,3 +360,21 @@ def test_check_reports_a_cycle_and_an_unknown_agent(tmp_path: Path) -> None:
     shown = [str(p) for p in check_project(root).problems]
     assert any("delegation cycle a -> b -> a" in p for p in shown), shown
     assert any("ghost.yaml:3: agent: no agent 'nobody'" in p for p in shown), shown
+
+
+def test_the_built_in_runner_asks_the_configured_provider(tmp_path: Path, llm: ScriptedLLM) -> None:
+    root = research_project(tmp_path)
+    provider = {"kind": "openai", "base_url": llm.url, "model": "m1", "timeout_s": 2}
+    write(root, {"engine.yaml": f"provider: {json.dumps(provider)}\n"})
+    llm.answer = lambda request: "live: " + request["messages"][-1]["content"]
+    with load(root, tmp_path) as engine:
+        assistant = engine.agent("assistant")
+        result = assistant.call_tool("research", {"request": "When?"}, session_id="s")
+        assert result.content == "live: When?"
+        (asked,) = llm.requests
+        assert asked["model"] == "m1"
+        assert asked["messages"][0] == {"role": "system", "content": "Answer from the notes."}
+        assert any("launch is on Friday" in m["content"] for m in asked["messages"][1:])
+        llm.reply(status=500)
+        fallback = assistant.call_tool("research", {"request": "Where?"}, session_id="s")
+        assert fallback.content.startswith("researcher (offline) was asked: Where?")
