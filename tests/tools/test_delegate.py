@@ -378,3 +378,34 @@ def test_the_built_in_runner_asks_the_configured_provider(tmp_path: Path, llm: S
         llm.reply(status=500)
         fallback = assistant.call_tool("research", {"request": "Where?"}, session_id="s")
         assert fallback.content.startswith("researcher (offline) was asked: Where?")
+
+
+def test_concurrent_sessions_delegate_into_their_own_sub_conversations(tmp_path: Path) -> None:
+    with load(chain_project(tmp_path, "bcde"), tmp_path) as engine:
+        seen: list[tuple[str, str]] = []
+
+        async def runner(agent: Any, request: str, *, session_id: str, user_id: str | None) -> str:
+            seen.append((agent.name, session_id))
+            await asyncio.sleep(0.01)  # both sessions are in flight at once
+            if "next" in agent.tools.tools:
+                result = await agent.acall_tool("next", {"request": request}, session_id=session_id)
+                return result.content
+            return f"{agent.name}: {request} in {session_id}"
+
+        engine.set_aturn_runner(runner)
+
+        async def both() -> list[Any]:
+            b = engine.agent("b")
+            return list(
+                await asyncio.gather(
+                    b.acall_tool("next", {"request": "one"}, session_id="x"),
+                    b.acall_tool("next", {"request": "two"}, session_id="y"),
+                )
+            )
+
+        x, y = asyncio.run(both())
+        assert x.content == "e: one in x.next.next.next"
+        assert y.content == "e: two in y.next.next.next"
+        assert sorted(s for _, s in seen) == sorted(
+            f"{s}{'.next' * n}" for s in "xy" for n in (1, 2, 3)
+        )
