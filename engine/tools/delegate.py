@@ -114,6 +114,9 @@ class DelegateTool:
 
     def _open(self, ctx: Any) -> tuple[tuple[str, ...], str] | ToolResult:
         """The chain of agents this call makes and its session, or the refusal."""
+        if self.engine is None:
+            why = "an engine whose agents answer (it was loaded outside one)"
+            return ToolResult(f"tool {self.spec.name!r} needs {why}", is_error=True)
         if not ctx.session_id:
             why = f"a session_id (its conversation is <session>.{self.spec.name})"
             return ToolResult(f"tool {self.spec.name!r} needs {why}", is_error=True)

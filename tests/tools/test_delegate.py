@@ -409,3 +409,20 @@ def test_concurrent_sessions_delegate_into_their_own_sub_conversations(tmp_path:
         assert sorted(s for _, s in seen) == sorted(
             f"{s}{'.next' * n}" for s in "xy" for n in (1, 2, 3)
         )
+
+
+def test_a_delegate_loaded_outside_an_engine_refuses_clearly(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from engine.tools.delegate import load_delegate
+
+    path = tmp_path / "ask.yaml"
+    data = {"kind": "delegate", "name": "ask", "agent": "b", "description": "Ask b."}
+    loading = SimpleNamespace(
+        agent="a", settings=SimpleNamespace(tools=SimpleNamespace(timeout_ms=1000))
+    )
+    loading.line = lambda *_: None
+    (tool,) = load_delegate(path, data, loading)  # type: ignore[arg-type]
+    ctx = SimpleNamespace(agent="a", session_id="s", user_id=None)
+    result = tool.invoke({"request": "x"}, ctx)
+    assert result.is_error and "needs an engine" in result.content
