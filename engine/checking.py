@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.config.loader import AgentSpec, HookSpec, ProjectConfig, read_project, show
 from engine.config.models import ScriptHookConfig
@@ -23,6 +24,9 @@ from engine.points import Point
 from engine.runtime import Engine
 from engine.sandbox.static_checks import check_script
 from engine.yamltests import collect, test_file_of
+
+if TYPE_CHECKING:
+    from engine.tools.toolset import ToolSet
 
 _LANGUAGES = {".py": "python", ".js": "javascript"}
 
@@ -61,8 +65,12 @@ def check_project(root: str | Path, *, host: HostProfile | None = None) -> Check
     bare = ProjectConfig(project.root, project.base_dir, project.settings, (), {})
     with Engine(bare, records=False, db=":memory:") as engine:
         engine.host_slots = _build(engine, project.host_hooks, "host", report)
-        for spec in project.agents.values():
-            _check_agent(engine, spec, report, host)
+        from engine.tools.delegate import delegate_problems
+
+        tools = {s.name: _check_agent(engine, s, report, host) for s in project.agents.values()}
+        report.problems += delegate_problems(tools)  # across agents: targets and cycles
+        for loaded in tools.values():
+            loaded.close()
     # Where a compile error is at the same place, the static finding says more (a
     # ReferenceError at load becomes "require is not defined in the sandbox" with its hint),
     # so it goes first and wins; but not in a script file: the compile error of a file hides
@@ -90,10 +98,15 @@ def _build(
 
 def _check_agent(
     engine: Engine, spec: AgentSpec, report: CheckReport, host: HostProfile | None
-) -> None:
+) -> ToolSet:
+    """Check one agent; its tools (each file through its kind's loader; none if one failed),
+    for the checks across agents (the caller closes them)."""
+    from engine.tools.toolset import ToolSet
+
     slots = _build(engine, spec.hooks, "agent", report)
+    tools = ToolSet()
     try:
-        engine.make_tools(spec).close()  # each tool file through its kind's loader
+        tools = engine.make_tools(spec)
     except ConfigError as exc:
         report.problems += exc.problems
     try:
@@ -118,6 +131,7 @@ def _check_agent(
     finally:
         for slot in slots:
             slot.hook.close()
+    return tools
 
 
 def _static(hooks: list[HookSpec]) -> tuple[list[Problem], set[int]]:

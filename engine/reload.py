@@ -167,6 +167,7 @@ class Reloader:
                 return ReloadEvent(name, True, current.generation, now_iso(), files=files)
             if spec.tools_version != agent.tools.version:
                 tools = self.engine.make_tools(spec)
+                self.engine.check_delegates({name: tools})
             slots = self._build(spec.hooks, "agent", current.slots)
             self._test(spec.hooks, slots)
         except Exception as exc:  # noqa: BLE001 - the reload edge: report, keep last good

@@ -134,6 +134,10 @@ class Engine:
             db_override=db,
         )
         self._agents: dict[str, Agent] = {}
+        self.turn_runner: Any = None
+        """The host's ``fn(agent, request, *, session_id, user_id) -> str`` (delegate tools)."""
+        self.aturn_runner: Any = None
+        """Its async form (awaited by ``acall_tool``; run to completion by ``call_tool``)."""
         self.generation = 0
         self.reloader: Reloader | None = None
         try:
@@ -141,6 +145,7 @@ class Engine:
             for name, spec in project.agents.items():
                 self._agents[name] = Agent(self, name, self.make_pipeline(spec))
                 self._agents[name].tools = self.make_tools(spec)
+            self.check_delegates()
             # reload sits above runtime; imported here so that Engine.load(watch=True) works
             from engine.reload import Reloader
 
@@ -201,9 +206,34 @@ class Engine:
         files = {t.path: t for t in spec.tools}
         root = self.project.root
         loading = Loading(
-            spec.name, self.project.base_dir, root, self.settings, files, self.sandbox
+            spec.name, self.project.base_dir, root, self.settings, files, self.sandbox, self
         )
         return build_tools(spec.tools, loading, version=spec.tools_version)
+
+    def check_delegates(self, replaced: Mapping[str, ToolSet] | None = None) -> None:
+        """Check the delegate tools across agents (with ``replaced`` tool sets instead of the
+        loaded ones): ConfigError for a target that is no agent, or a cycle (its chain named).
+        """
+        from engine.tools.delegate import delegate_problems
+
+        tools = {name: agent.tools for name, agent in self._agents.items()} | dict(replaced or {})
+        problems = delegate_problems(tools)
+        if problems:
+            raise ConfigError(problems)
+
+    def set_turn_runner(self, fn: Any) -> None:
+        """How a delegate tool runs one turn of an agent: ``fn(agent, request, *, session_id,
+        user_id) -> answer text``, called in the tool's thread (None: the built-in runner,
+        ``engine.tools.delegate.run_turn``). ``fn`` runs the agent's points itself and passes
+        ``session_id`` to every call it makes for that turn (nested delegations count on it).
+        """
+        self.turn_runner = fn
+
+    def set_aturn_runner(self, fn: Any) -> None:
+        """The async form of ``set_turn_runner``: ``async fn(agent, request, *, session_id,
+        user_id) -> answer text``, awaited on the loop of ``acall_tool`` (``call_tool`` runs it
+        with ``asyncio.run`` when no sync runner is set)."""
+        self.aturn_runner = fn
 
     @property
     def artifact_store(self) -> ArtifactStore:

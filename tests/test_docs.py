@@ -62,6 +62,8 @@ def test_yaml_hook_examples_in_the_docs_are_valid(tmp_path: Path) -> None:
                 continue
             if "script:" in block:  # refers to a file next to it; checked in scripting tests
                 continue
+            if "/tools/" in block.split("\n", 1)[0]:  # a tool file: checked by the tools tests
+                continue
             path = tmp_path / f"{doc.stem}-{n}.yaml"
             path.write_text(block)
             spec, problems = load_hook_file(path)
@@ -93,6 +95,7 @@ DOC_FILES = [
     "builtins-compaction.md",
     "builtins-layers.md",
     "builtins-approval.md",
+    "builtins-delegate.md",
 ]
 
 

@@ -97,7 +97,7 @@ class Tool(Protocol):
 
     spec: ToolSpec
     kind: str
-    """``taskweaver``, ``openwebui_tools`` or ``script_tool``."""
+    """``taskweaver``, ``openwebui_tools``, ``script_tool`` or ``delegate``."""
     path: Path
     """The file it was declared in (errors name it)."""
     enabled: bool
@@ -110,7 +110,11 @@ class Tool(Protocol):
 
     def invoke(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         """Run the tool on a validated input. May raise: the call path turns any exception
-        into an ``is_error`` result naming it. Never called for a disabled tool."""
+        into an ``is_error`` result naming it. Never called for a disabled tool.
+
+        A tool may also define ``async ainvoke(input, ctx)``: ``acall_tool`` awaits it on the
+        running loop under the same time limit, instead of running ``invoke`` in a thread
+        (a delegate tool does, so the host's async turn runner runs on the host's loop)."""
         ...
 
     def close(self) -> None:

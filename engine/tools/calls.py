@@ -3,6 +3,7 @@ tool's time limit, tool_result hooks. Python, HTTP, the CLI and ``mcp-serve`` al
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -97,13 +98,40 @@ def execute(tool: Tool, value: dict[str, Any], ctx: CallContext, default_ms: int
     except ToolTimeout:
         ctx.discard()
         return failed(f"tool {tool.spec.name!r} timed out after {timeout_ms} ms")
-    except ToolInputError as exc:
-        ctx.discard()
-        return failed(f"tool {tool.spec.name!r}: {exc}")
     except Exception as exc:  # noqa: BLE001 - the tool's edge: the model is told, the host stays up
+        return _failure(tool, ctx, exc)
+    return _checked(tool, result)
+
+
+async def aexecute(
+    tool: Tool, value: dict[str, Any], ctx: CallContext, default_ms: int
+) -> ToolResult:
+    """``execute`` for the event loop: a tool with an ``ainvoke`` coroutine (a delegate tool)
+    is awaited on the loop under its time limit; any other runs in a thread."""
+    ainvoke = getattr(tool, "ainvoke", None)
+    if ainvoke is None:
+        return await asyncio.to_thread(execute, tool, value, ctx, default_ms)
+    timeout_ms = tool.timeout_ms or default_ms
+    try:
+        result = await asyncio.wait_for(ainvoke(value, ctx), timeout_ms / 1000)
+        ctx.finish()
+    except TimeoutError:
         ctx.discard()
-        log.warning("tool %s failed: %s: %s", tool.spec.name, type(exc).__name__, exc)
-        return failed(f"tool {tool.spec.name!r} failed: {type(exc).__name__}: {exc}")
+        return failed(f"tool {tool.spec.name!r} timed out after {timeout_ms} ms")
+    except Exception as exc:  # noqa: BLE001 - the tool's edge: the model is told, the host stays up
+        return _failure(tool, ctx, exc)
+    return _checked(tool, result)
+
+
+def _failure(tool: Tool, ctx: CallContext, exc: Exception) -> ToolResult:
+    ctx.discard()
+    if isinstance(exc, ToolInputError):
+        return failed(f"tool {tool.spec.name!r}: {exc}")
+    log.warning("tool %s failed: %s: %s", tool.spec.name, type(exc).__name__, exc)
+    return failed(f"tool {tool.spec.name!r} failed: {type(exc).__name__}: {exc}")
+
+
+def _checked(tool: Tool, result: Any) -> ToolResult:
     if not isinstance(result, ToolResult):
         return failed(f"tool {tool.spec.name!r} answered a {type(result).__name__}, not a result")
     return result
@@ -179,8 +207,6 @@ async def acall_tool(
 async def _acall_tool(
     call: Call, tools: ToolSet, aevaluate: AEvaluate, artifacts: ArtifactStore, default_ms: int
 ) -> ToolResult:
-    import asyncio
-
     refused = unknown(tools, call)
     if refused is not None:
         return refused
@@ -194,7 +220,7 @@ async def _acall_tool(
     if isinstance(checked, ToolResult):
         return checked
     ctx = context(call, artifacts)
-    result = await asyncio.to_thread(execute, tool, checked, ctx, default_ms)
+    result = await aexecute(tool, checked, ctx, default_ms)
     fields = {**fields, "input": checked, "result": result.content}
     return finish(result, ctx, await aevaluate("tool_result", fields, **call.scope))
 

@@ -12,6 +12,7 @@ LOADERS: dict[str | None, str] = {
     None: "engine.tools.taskweaver:load_taskweaver",
     "openwebui_tools": "engine.tools.openwebui:load_openwebui",
     "script_tool": "engine.tools.script:load_script_tool",
+    "delegate": "engine.tools.delegate:load_delegate",
 }
 """``kind:`` of a tool YAML -> ``module:function`` of its loader (no ``kind:``: a TaskWeaver
 plugin, read verbatim). Imported lazily: a kind's dependencies load only when it is used."""
@@ -20,6 +21,7 @@ KIND_NAMES = {
     None: "taskweaver",
     "openwebui_tools": "openwebui_tools",
     "script_tool": "script_tool",
+    "delegate": "delegate",
 }
 """The name ``Tool.kind`` reports for each ``kind:``."""
 

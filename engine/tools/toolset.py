@@ -27,6 +27,8 @@ class Loading:
     settings: Any
     files: dict[Path, ToolFile]
     sandbox_of: Any
+    engine: Any = None
+    """The engine the agent belongs to (a delegate tool asks its other agents)."""
 
     def line(self, path: Path, *keys: str | int) -> int | None:
         tool = self.files.get(path)
