@@ -91,6 +91,7 @@ DOC_FILES = [
     "tools.md",
     "tools-taskweaver.md",
     "tools-openwebui.md",
+    "builtins.md",
     "builtins-entries.md",
     "builtins-compaction.md",
     "builtins-layers.md",
