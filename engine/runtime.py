@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine import approvals
 from engine.config import ProjectConfig, load_project
 from engine.config.loader import AgentSpec, HookSpec
 from engine.config.models import EngineSettings
@@ -40,12 +39,12 @@ from engine.records import RecordWriter
 from engine.session import Session
 from engine.session_layers import SessionLayers, session_key
 from engine.store import Record, RecordQuery, Store, open_store
-from engine.store.approvals import Approval
 
 if TYPE_CHECKING:
     import asyncio
 
     from engine.reload import Reloader
+    from engine.store.approvals import Approval
     from engine.tools.artifacts import ArtifactStore
     from engine.tools.base import ToolResult
     from engine.tools.toolset import ToolSet
@@ -644,6 +643,8 @@ class Agent(PointCalls):
                 denied), or it was resolved already (the first decision stands).
             StoreError: the store could not be read or written.
         """
+        from engine import approvals  # the store's approval tables: only when used
+
         return approvals.resolve(
             self.engine.store, self.name, approval_id, approve, by=by, note=note
         )
@@ -659,9 +660,9 @@ class Agent(PointCalls):
     ) -> list[Approval]:
         """The approvals waiting on a person, oldest first: one session's (or user's) when
         given, else all of this agent's."""
-        return approvals.pending(
-            self.engine.store, self.name, session_id=session_id, user_id=user_id
-        )
+        from engine.approvals import pending
+
+        return pending(self.engine.store, self.name, session_id=session_id, user_id=user_id)
 
     def _log_prompt(self, session_id: str, event: dict[str, Any]) -> None:
         """Keep the event's question as the session's last prompt; a store failure is logged,
