@@ -12,7 +12,6 @@ the chain), and a cycle between agents is a load error naming it (``delegate_pro
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import weakref
@@ -130,6 +129,8 @@ class DelegateTool:
         return chain, f"{ctx.session_id}.{self.spec.name}"
 
     def _run(self, agent: Any, request: str, session: str, user_id: str | None) -> str:
+        import asyncio  # only where a delegate runs: not at engine start-up
+
         sync, async_ = self.engine.turn_runner, self.engine.aturn_runner
         if sync is not None:
             return sync(agent, request, session_id=session, user_id=user_id)
@@ -142,6 +143,8 @@ class DelegateTool:
         )
 
     async def _arun(self, agent: Any, request: str, session: str, user_id: str | None) -> str:
+        import asyncio  # only where a delegate runs: not at engine start-up
+
         sync, async_ = self.engine.turn_runner, self.engine.aturn_runner
         scope: dict[str, Any] = {"session_id": session, "user_id": user_id}
         if async_ is not None:
@@ -243,6 +246,8 @@ async def arun_turn(
     instruction: str = "",
 ) -> str:
     """``run_turn`` awaited (the provider's HTTP call runs in a thread)."""
+    import asyncio  # only where a delegate runs: not at engine start-up
+
     scope: dict[str, Any] = {"session_id": session_id, "user_id": user_id}
     first = await agent.abefore_user_message(request, **scope)
     scope["turn_id"] = first.turn_id
