@@ -501,21 +501,7 @@ class Agent(PointCalls):
             point, fields, (user_id, session_id, template, process), time, turn_id, host
         )
         try:
-            if isinstance(event, InputError):  # refused at the boundary: the point fails closed
-                return refuse_event(
-                    pipeline, found, event, self.engine.services, host=profile_, started=started
-                )
-            if session_id and found is Point.BEFORE_USER_MESSAGE:
-                self._log_prompt(session_id, event)
-            return evaluate(
-                pipeline,
-                found,
-                event,
-                self.engine.services,
-                replay=replay,
-                host=profile_,
-                started=started,
-            )
+            return self._decide(pipeline, found, event, profile_, session_id, replay, started)
         finally:
             self._give_back(pipeline)
 
@@ -541,23 +527,50 @@ class Agent(PointCalls):
             point, fields, (user_id, session_id, template, process), time, turn_id, host
         )
         try:
-            if isinstance(event, InputError):
-                return refuse_event(
-                    pipeline, found, event, self.engine.services, host=profile_, started=started
-                )
-            if session_id and found is Point.BEFORE_USER_MESSAGE:
-                await asyncio.to_thread(self._log_prompt, session_id, event)
-            return await aevaluate(
-                pipeline,
-                found,
-                event,
-                self.engine.services,
-                replay=replay,
-                host=profile_,
-                started=started,
+            return await self._adecide(
+                pipeline, found, event, profile_, session_id, replay, started
             )
         finally:
             self._give_back(pipeline)
+
+    def _decide(
+        self,
+        pipeline: Pipeline,
+        found: Point,
+        event: dict[str, Any] | InputError,
+        host: HostProfile | None,
+        session_id: str | None,
+        replay: Mapping[str, Mapping[str, Any]] | None,
+        started: float,
+    ) -> Outcome:
+        """What ``evaluate`` does once the call is checked, on ``pipeline`` (the agent's, or
+        a session's layers: engine/session.py)."""
+        services = self.engine.services
+        if isinstance(event, InputError):  # refused at the boundary: the point fails closed
+            return refuse_event(pipeline, found, event, services, host=host, started=started)
+        if session_id and found is Point.BEFORE_USER_MESSAGE:
+            self._log_prompt(session_id, event)
+        return evaluate(pipeline, found, event, services, replay=replay, host=host, started=started)
+
+    async def _adecide(
+        self,
+        pipeline: Pipeline,
+        found: Point,
+        event: dict[str, Any] | InputError,
+        host: HostProfile | None,
+        session_id: str | None,
+        replay: Mapping[str, Mapping[str, Any]] | None,
+        started: float,
+    ) -> Outcome:
+        """``_decide`` on the running event loop (the turn log's write in a thread)."""
+        services = self.engine.services
+        if isinstance(event, InputError):
+            return refuse_event(pipeline, found, event, services, host=host, started=started)
+        if session_id and found is Point.BEFORE_USER_MESSAGE:
+            await asyncio.to_thread(self._log_prompt, session_id, event)
+        return await aevaluate(
+            pipeline, found, event, services, replay=replay, host=host, started=started
+        )
 
     def last_prompt(self, session_id: str) -> str | None:
         """The last question evaluated at ``before_user_message`` in this agent's session

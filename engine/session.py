@@ -18,9 +18,9 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import EventError, InputError
+from engine.errors import EventError
 from engine.outcome import Outcome
-from engine.pipeline import Pipeline, aevaluate, evaluate, refuse_event
+from engine.pipeline import Pipeline
 from engine.point_calls import PointCalls
 from engine.points import Point
 from engine.session_layers import Key
@@ -88,15 +88,8 @@ class Session(PointCalls):
         try:
             pipeline = self.agent.sessions.take(self.key, base)
             try:
-                services = self.agent.engine.services
-                if isinstance(event, InputError):
-                    return refuse_event(
-                        pipeline, found, event, services, host=profile_, started=started
-                    )
-                if found is Point.BEFORE_USER_MESSAGE:
-                    self.agent._log_prompt(self.session_id, event)
-                return evaluate(
-                    pipeline, found, event, services, replay=replay, host=profile_, started=started
+                return self.agent._decide(
+                    pipeline, found, event, profile_, self.session_id, replay, started
                 )
             finally:
                 self.agent.sessions.give_back(pipeline)
@@ -118,23 +111,14 @@ class Session(PointCalls):
         replay: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Outcome:
         """``evaluate`` on the running event loop (see ``Agent.aevaluate``)."""
-        import asyncio
-
         started = clock.perf_counter()
         who = (user_id, self._own(session_id), template, process)
         base, found, event, profile_ = self.agent._begin(point, fields, who, time, turn_id, host)
         try:
             pipeline = self.agent.sessions.take(self.key, base)
             try:
-                services = self.agent.engine.services
-                if isinstance(event, InputError):
-                    return refuse_event(
-                        pipeline, found, event, services, host=profile_, started=started
-                    )
-                if found is Point.BEFORE_USER_MESSAGE:
-                    await asyncio.to_thread(self.agent._log_prompt, self.session_id, event)
-                return await aevaluate(
-                    pipeline, found, event, services, replay=replay, host=profile_, started=started
+                return await self.agent._adecide(
+                    pipeline, found, event, profile_, self.session_id, replay, started
                 )
             finally:
                 self.agent.sessions.give_back(pipeline)
