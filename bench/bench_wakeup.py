@@ -5,6 +5,8 @@ talks to a worker. Pipe cases differ only in how the host waits for the answer l
 
 - ``spin 200us``: poll(0) in a loop for 200 µs, then a blocking poll (the pool before issue 10)
 - ``spin 20us``: the same with a short spin
+- ``adaptive``: the pool's own wait (``engine.sandbox.process.Spin``): a hot wait learnt from
+  this child's recent answers, at most 60 µs from the write, dropped while answers are slow
 - ``poll``: one blocking poll with the deadline as its timeout, then os.read
 - ``select``: select.select with the deadline, then os.read
 - ``read``: a blocking os.read (the deadline would need a watchdog thread; the floor for pipes)
@@ -13,7 +15,8 @@ and two cases that replace the pipe's wake-up: ``eventfd`` (the message in share
 side blocks in read() on its own eventfd) and ``futex`` (shared memory and FUTEX_WAIT/WAKE via
 ctypes; there is no futex in the standard library).
 
-The child answers at once, or after working a while (as a worker runs a script: about 50 µs).
+The child answers at once, or after working a while (as a worker runs a script: about 50 µs;
+200 µs: a slow script, where a spin can only lose).
 Every case runs with the other core idle and then with a process burning it. Printed per case:
 p50 and p99 round trip, host CPU per call (thread time of the waiting thread), and both as a
 ratio to ``poll``.
@@ -33,6 +36,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from engine.sandbox.process import Spin
 
 CHILD = r"""
 import ctypes, mmap, os, sys, time
@@ -90,6 +98,7 @@ class PipeChild:
 
     def round_trip(self) -> None:
         os.write(self.inp, MESSAGE)
+        sent.append(time.perf_counter())
         buf = b""
         while not buf.endswith(b"\n"):
             self.wait(self.out)
@@ -127,6 +136,27 @@ def make_spin(spin_s: float) -> Callable[[int], None]:
             if p.poll(0):
                 return
         if not p.poll(DEADLINE_S * 1000):
+            raise TimeoutError
+
+    return wait
+
+
+sent: list[float] = [0.0]
+"""When the last message was written (the adaptive wait counts its budget from there)."""
+
+
+def make_adaptive() -> Callable[[int], None]:
+    polls: dict[int, tuple[select.poll, Spin]] = {}
+
+    def wait(fd: int) -> None:
+        if fd not in polls:
+            p = select.poll()
+            p.register(fd, select.POLLIN | select.POLLHUP)
+            polls[fd] = (p, Spin())
+        p, spin = polls[fd]
+        spin.since = sent[-1]
+        del sent[:-1]
+        if not spin.wait(p) and not p.poll(DEADLINE_S * 1000):
             raise TimeoutError
 
     return wait
@@ -211,6 +241,7 @@ def run_case(child: PipeChild | SharedChild, calls: int) -> tuple[list[float], f
 
 CASES: dict[str, Callable[[], PipeChild | SharedChild]] = {
     "poll": lambda: PipeChild(make_poll()),
+    "adaptive": lambda: PipeChild(make_adaptive()),
     "select": lambda: PipeChild(wait_select),
     "read": lambda: PipeChild(wait_nothing),
     "spin 20us": lambda: PipeChild(make_spin(20e-6)),
@@ -258,7 +289,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
-        "--work-us", default="0,50", help="comma-separated µs the child works before it answers"
+        "--work-us", default="0,50,200", help="comma-separated µs the child works before it answers"
     )
     args = parser.parse_args()
     print(f"load: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")

@@ -8,6 +8,7 @@ import os
 import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,12 +29,63 @@ _BOOT = (
     "main()\n"
 )
 START_TIMEOUT_S = 10.0
+SPIN_CAP_S = 60e-6
+"""The longest the host waits hot for one answer (from the request's write) before it blocks."""
+_SPIN_PROBE = 32
+"""A worker whose answers stopped coming within a spin is spun for again every this many calls."""
+_SPIN_TRUST = 8
+"""Answers caught hot that a run of misses must use up before the spin is dropped."""
 
 
 def wake_future(future: asyncio.Future[Any], result: Any = None) -> None:
     """Complete ``future`` with ``result`` unless something completed it first."""
     if not future.done():
         future.set_result(result)
+
+
+class Spin:
+    """How long the host waits hot for one worker's next answer before its blocking poll.
+
+    Waking an idle vCPU from a blocking poll costs this VM about 35 µs (bench/bench_wakeup.py:
+    a blocking round trip of 50 µs against 12 µs after a 20 µs poll(0) spin, child answering at
+    once). A fixed spin is the wrong bet whenever the answer is slow: a 200 µs spin (what the
+    pool did before) burned 6.7x the host CPU of one blocking poll for a worker answering after
+    50 µs. So the spin is learnt per worker: it lasts about twice the answers this worker gave
+    while the host spun (at most ``SPIN_CAP_S`` from the write), it is dropped after a run of
+    answers that came after it (a slow script, a loaded machine: the worker waits for a CPU),
+    and then tried again on one call in ``_SPIN_PROBE`` only.
+    """
+
+    __slots__ = ("_calls", "_trust", "_typical", "since")
+
+    def __init__(self) -> None:
+        self._trust = _SPIN_TRUST // 2
+        self._typical = SPIN_CAP_S / 2
+        self._calls = 0
+        self.since = 0.0
+        """perf_counter when the request was written, or when the answer before came."""
+
+    def budget(self) -> float:
+        """Seconds from ``since`` to wait hot for the next answer (0: block at once)."""
+        if self._trust > 0:
+            return min(SPIN_CAP_S, 2 * self._typical + 10e-6)
+        return SPIN_CAP_S if self._calls % _SPIN_PROBE == 0 else 0.0
+
+    def wait(self, poll: select.poll) -> bool:
+        """Spin on ``poll(0)`` for the budget: whether the answer came meanwhile."""
+        self._calls += 1
+        budget = self.budget()
+        if not budget:
+            return False
+        until = self.since + budget
+        while not poll.poll(0):
+            if time.perf_counter() >= until:
+                self._trust = max(self._trust - 2, 0)
+                return False
+        took = time.perf_counter() - self.since
+        self._typical += (took - self._typical) / 4
+        self._trust = min(self._trust + 1, _SPIN_TRUST)
+        return True
 
 
 class WorkerDied(Exception):
@@ -64,6 +116,7 @@ class Worker:
         self._in = self.proc.stdin.fileno()  # type: ignore[union-attr]
         self._poll = select.poll()
         self._poll.register(self._out, select.POLLIN | select.POLLHUP | select.POLLERR)
+        self.spin = Spin()
         self._buf = b""
         self._ready = False
         self.known: set[str] = set()
@@ -78,9 +131,10 @@ class Worker:
             self._ready = True
 
     def request(self, data: bytes, *, deadline_s: float, max_bytes: int) -> dict[str, Any]:
-        """Send one request and wait for its (one-line) answer until the wall-clock deadline."""
+        """Send one request and wait for its (one-line) answer until the wall-clock deadline
+        (blocking: a compile takes milliseconds, and must not teach the spin otherwise)."""
         self.send(data)
-        return self.read_answer(hostclock.now() + deadline_s, max_bytes)
+        return self._read(hostclock.now() + deadline_s, max_bytes)
 
     def send(self, data: bytes) -> None:
         """Write a request (the pipe takes it whole: a worker reads while the host writes)."""
@@ -89,21 +143,25 @@ class Worker:
             view = memoryview(data)
             while view:
                 view = view[os.write(self._in, view) :]
+            self.spin.since = time.perf_counter()
         except OSError as exc:
             raise WorkerDied(f"worker pipe closed: {exc}") from exc
 
     def read_answer(self, deadline: float, max_bytes: int) -> dict[str, Any]:
-        """The next answer line, waiting in a blocking poll until the monotonic ``deadline``.
+        """The next answer line: first a short hot wait (``Spin``: learnt per worker, dropped
+        while answers are slow), then a blocking poll until the monotonic ``deadline``.
 
-        Blocking, not spinning: see bench/bench_wakeup.py. With a worker that answers after
-        about 50 µs, a 200 µs poll(0) spin (what the pool did before) cost 6.7x the host CPU of
-        one blocking poll per answer (60 vs 8.9 µs per call) and saved 8% of the round trip;
-        with the other core busy, 8.3x the CPU for nothing. A blocking os.read would save
-        another ~2% but needs a watchdog thread for the deadline; an eventfd or a futex needs
-        the answer in shared memory. Measured on 2 cores (load ~0.5) with
-        ``python bench/bench_wakeup.py --calls 5000 --rounds 3``.
+        A blocking os.read would save another ~2% of the round trip but needs a watchdog thread
+        for the deadline; an eventfd or a futex needs the answer in shared memory.
         """
-        return self._read(deadline, max_bytes)
+        answer = self._line(max_bytes)
+        if answer is None and self.spin.wait(self._poll):
+            self._fill()
+            answer = self._line(max_bytes)
+        if answer is None:
+            answer = self._read(deadline, max_bytes)
+        self.spin.since = time.perf_counter()  # the next answer of a batch counts from here
+        return answer
 
     def _read(self, deadline: float, max_bytes: int) -> dict[str, Any]:
         while (answer := self._line(max_bytes)) is None:
