@@ -227,8 +227,9 @@ class Exchange:
         blaming no hook."""
         self.healthy, self.blamed = False, None
 
-    def finish(self) -> None:
-        """Give the worker back (killed if it failed) and release every charge."""
+    def finish(self) -> bool:
+        """Give the worker back (killed if it failed) and release every charge; whether a
+        task waiting on this thread's loop got a worker (``Workers.give_back``)."""
         if self.healthy:  # limits and configs are kept on arrival, a script when it runs
             scripts = {call.script.key for call in self.batch.calls[self.start : self.stop]}
             self.worker.known.update(self._request.sent - scripts)
@@ -236,7 +237,9 @@ class Exchange:
         if pending and len(self.batch.results) == self.stop:
             self.batch.fail(self._pending)  # type: ignore[arg-type]
         also = [owner for owner in self._left if owner != self.blamed]
-        self.workers.give_back(self.worker, healthy=self.healthy, owner=self.blamed, also=also)
+        return self.workers.give_back(
+            self.worker, healthy=self.healthy, owner=self.blamed, also=also
+        )
 
 
 class ConfigTexts:
@@ -301,7 +304,10 @@ def encode(
             break
         size += len(part) + (len(texts[call.config_key]) if call.config_key in texts else 0)
         parts.append(part)
-        req.complete.append({call.script.key, call.limits.key, call.config_key} <= req.sent)
+        sent = req.sent
+        req.complete.append(
+            call.script.key in sent and call.limits.key in sent and call.config_key in sent
+        )
         req.stop = index + 1
     if parts:
         req.data = _request(batch.point, parts, limits, texts, event_text, worker, contexts)
@@ -336,7 +342,8 @@ def _call_part(
     """
     try:
         config_text = configs.text(call)
-        state_text = dumps(call.state)
+        state = call.state
+        state_text = "{}" if type(state) is dict and not state else dumps(state)
         if call.entries is not None:
             state_text += ',"entries":' + dumps(call.entries)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -462,7 +469,7 @@ def result_of(answer: dict[str, Any], language: Language) -> CallResult:
     if not (
         type(added) is list
         and type(read) is bool
-        and all(type(e) is dict and type(e.get("kind")) is str and "data" in e for e in added)
+        and (not added or all(_entry_ok(e) for e in added))
     ):
         raise ScriptLimitError(
             "the worker answered a malformed result", language=language.value, cause="crashed"
@@ -473,9 +480,9 @@ def result_of(answer: dict[str, Any], language: Language) -> CallResult:
         and type(emits) is list
         and type(writes) is dict
         and type(ttls) is dict
-        and all(type(t) in (int, float) and k in writes for k, t in ttls.items())
-        and all(type(x) is str for x in logs)
-        and all(type(e) is dict for e in emits)
+        and (not ttls or all(type(t) in (int, float) and k in writes for k, t in ttls.items()))
+        and (not logs or all(type(x) is str for x in logs))
+        and (not emits or all(type(e) is dict for e in emits))
     ):
         raise ScriptLimitError(
             "the worker answered a malformed result", language=language.value, cause="crashed"
@@ -493,8 +500,21 @@ def result_of(answer: dict[str, Any], language: Language) -> CallResult:
     )
 
 
+def _entry_ok(entry: Any) -> bool:
+    return type(entry) is dict and type(entry.get("kind")) is str and "data" in entry
+
+
 def answer_cap(limits: Limits) -> int:
-    """The longest answer line a call with ``limits`` can make (every cap at its worst)."""
+    """The longest answer line a call with ``limits`` can make (every cap at its worst);
+    worked out once per ``Limits`` (they are frozen), as ``Limits.key`` is."""
+    cap: int | None = limits.__dict__.get("_answer_cap")
+    if cap is None:
+        cap = _worst_answer(limits)
+        object.__setattr__(limits, "_answer_cap", cap)
+    return cap
+
+
+def _worst_answer(limits: Limits) -> int:
     escaped = 6  # \\uXXXX: the worst case of one character in JSON
     return (
         limits.max_result_bytes * escaped

@@ -7,7 +7,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,22 +35,11 @@ class _Waiter:
     future: asyncio.Future[Worker | None]
 
 
-def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any) -> None:
-    """Run ``fn`` on ``loop``: from the loop's own thread without its self-pipe.
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether this thread runs ``loop`` now."""
+    import asyncio
 
-    Raises:
-        RuntimeError: the loop is closed.
-    """
-    try:
-        import asyncio
-
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is loop:
-        loop.call_soon(fn, *args)
-    else:
-        loop.call_soon_threadsafe(fn, *args)
+    return asyncio._get_running_loop() is loop
 
 
 class _Ticket:
@@ -149,6 +138,10 @@ class Workers:
         end = hostclock.now() + timeout_s
         ticket = _Ticket(owner)
         with self._lock:
+            if not self._waiting:  # nobody queued before: no turn to wait for
+                worker = self._take_now(owner)
+                if isinstance(worker, Worker):
+                    return worker
             self._waiting.append(ticket)
             try:
                 while True:
@@ -214,7 +207,8 @@ class Workers:
         if self._closed:
             raise ScriptLimitError("the sandbox is closed", cause="crashed")
         self._check_quarantine(owner)
-        self._start_spawner()  # it may have failed to start before
+        if self._owed or self._spawner is None:
+            self._start_spawner()  # it may have failed to start before
         if not self._all and self.last_spawn_error is not None:
             raise ScriptLimitError(self._unavailable_reason(), cause="unavailable")
         at_cap = self._at_cap(owner)
@@ -252,14 +246,22 @@ class Workers:
             self._release(owner)
             self._notify_freed()
 
-    def _notify_freed(self) -> None:
-        """Under the lock: hand free workers to waiting tasks, then wake the waiting threads."""
+    def _notify_freed(self) -> bool:
+        """Under the lock: hand free workers to waiting tasks, then wake the waiting threads.
+        Whether a task of this thread's loop was handed one (see ``give_back``)."""
+        handed = False
         if self._waiters:
             waiting, self._waiters = self._waiters, []
             for waiter in waiting:
-                if not waiter.future.done() and not self._serve(waiter):
+                if waiter.future.done():
+                    continue
+                served = self._serve(waiter)
+                if not served:
                     self._waiters.append(waiter)
-        self._freed.notify_all()
+                handed = handed or (served and waiter.future.done())
+        if self._waiting:  # no thread waits otherwise (notify_all costs a lock probe)
+            self._freed.notify_all()
+        return handed
 
     def _serve(self, waiter: _Waiter) -> bool:
         """Under the lock: hand ``waiter`` a worker, or the error that ends its wait, if there
@@ -273,8 +275,11 @@ class Workers:
             if not isinstance(handed, Worker):
                 return False
             outcome = handed
+        if _on_loop(waiter.loop):  # its future is this thread's: set it now, no hop
+            self._deliver(waiter, outcome)
+            return True
         try:
-            _call_soon(waiter.loop, self._deliver, waiter, outcome)
+            waiter.loop.call_soon_threadsafe(self._deliver, waiter, outcome)
         except RuntimeError:  # its loop is closed: nobody waits there any more
             if isinstance(handed, Worker):
                 self._release(waiter.owner)
@@ -282,7 +287,8 @@ class Workers:
         return True
 
     def _deliver(self, waiter: _Waiter, outcome: Worker | ScriptLimitError) -> None:
-        """On the waiter's loop: its worker (or error), unless it stopped waiting."""
+        """On the waiter's loop: its worker (or error), unless it stopped waiting (under the
+        pool's lock only while the future is not done: giving back takes the lock)."""
         if not waiter.future.done():
             if isinstance(outcome, Worker):
                 waiter.future.set_result(outcome)
@@ -335,21 +341,24 @@ class Workers:
 
     def give_back(
         self, worker: Worker, *, healthy: bool, owner: str | None = None, also: Iterable[str] = ()
-    ) -> None:
+    ) -> bool:
         """Return a worker; one that failed is killed and counted against ``owner``. From its
         second kill within the quarantine window on, the owner's slot stays taken until the
         replacement runs (which slows a hook that keeps killing workers to the respawn rate);
         a first kill frees it at once, so one overrun on a loaded machine does not leave an
         innocent guard without a worker for the next second. The owners in ``also`` (the other
-        hooks of a batch still charged for the worker) are released, never blamed."""
+        hooks of a batch still charged for the worker) are released, never blamed.
+
+        Returns whether a task waiting on this thread's event loop was handed a worker: the
+        caller on that loop does best to yield, so the task sends its request before the
+        caller goes on with its own work (the worker runs meanwhile)."""
         with self._lock:
             for other in also:
                 self._release(other)
             if healthy and not self._closed:
                 self._release(owner)
                 self._idle.append(worker)
-                self._notify_freed()
-                return
+                return self._notify_freed()
             self._all.discard(worker)
             if self._closed:
                 self._release(owner)
@@ -362,8 +371,9 @@ class Workers:
                 self._owed.append(owner)
                 self._start_spawner()
                 self._wanted.notify_all()
-            self._notify_freed()
+            handed = self._notify_freed()
         worker.kill()
+        return handed
 
     def _release(self, owner: str | None) -> None:
         if owner is None:

@@ -29,6 +29,7 @@ _BOOT = (
     "main()\n"
 )
 START_TIMEOUT_S = 10.0
+_decode = json.JSONDecoder().decode
 SPIN_CAP_S = 60e-6
 """The longest the host waits hot for one answer (from the request's write) before it blocks."""
 _SPIN_PROBE = 32
@@ -138,11 +139,14 @@ class Worker:
 
     def send(self, data: bytes) -> None:
         """Write a request (the pipe takes it whole: a worker reads while the host writes)."""
-        self.wait_ready()
+        if not self._ready:
+            self.wait_ready()
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self._in, view) :]
+            written = os.write(self._in, data)
+            if written < len(data):  # a request larger than the pipe's buffer
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[os.write(self._in, view) :]
             self.spin.since = time.perf_counter()
         except OSError as exc:
             raise WorkerDied(f"worker pipe closed: {exc}") from exc
@@ -221,7 +225,7 @@ class Worker:
         if len(line) > max_bytes:
             raise WorkerDied(f"worker answer larger than {max_bytes} bytes")
         try:
-            answer = json.loads(line)
+            answer = _decode(line.decode("utf-8", "surrogatepass"))
         except (ValueError, RecursionError) as exc:
             raise WorkerDied("worker answered malformed JSON") from exc
         if type(answer) is not dict:

@@ -264,7 +264,7 @@ class WorkerPool:
             exchange = self._open(batch, worker)
             if exchange is None:
                 continue
-            draining = False
+            draining = handed = False
             try:
                 if exchange.data:
                     exchange.worker.send(exchange.data)
@@ -277,7 +277,9 @@ class WorkerPool:
                 raise
             finally:
                 if not draining:
-                    exchange.finish()
+                    handed = exchange.finish()
+            if handed:  # the task handed our worker sends its request while we go on
+                await asyncio.sleep(0)
         return batch.results
 
     def _take(self, batch: Batch) -> Worker | None:
