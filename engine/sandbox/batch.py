@@ -463,26 +463,21 @@ def result_of(answer: dict[str, Any], language: Language) -> CallResult:
     Raises:
         ScriptLimitError: cause 'crashed': the answer is not what a worker answers.
     """
-    value, logs, emits, writes = (answer.get(k) for k in ("value", "logs", "emits", "state_writes"))
-    ttls = answer.get("state_ttls")
-    added, read = answer.get("entries_added", []), answer.get("entries_read", False)
-    if not (
-        type(added) is list
-        and type(read) is bool
-        and (not added or all(_entry_ok(e) for e in added))
-    ):
-        raise ScriptLimitError(
-            "the worker answered a malformed result", language=language.value, cause="crashed"
-        )
+    get = answer.get
+    value, logs, emits, writes = get("value"), get("logs"), get("emits"), get("state_writes")
+    ttls, added, read = get("state_ttls"), get("entries_added", []), get("entries_read", False)
     if not (
         (value is None or type(value) is dict)
         and type(logs) is list
         and type(emits) is list
         and type(writes) is dict
         and type(ttls) is dict
+        and type(added) is list
+        and type(read) is bool
         and (not ttls or all(type(t) in (int, float) and k in writes for k, t in ttls.items()))
         and (not logs or all(type(x) is str for x in logs))
         and (not emits or all(type(e) is dict for e in emits))
+        and (not added or all(_entry_ok(e) for e in added))
     ):
         raise ScriptLimitError(
             "the worker answered a malformed result", language=language.value, cause="crashed"
@@ -494,7 +489,7 @@ def result_of(answer: dict[str, Any], language: Language) -> CallResult:
         emits=emits,
         state_writes=writes,
         duration_ms=float(duration) if isinstance(duration, (int, float)) else 0.0,
-        state_ttls={k: float(t) for k, t in ttls.items()},
+        state_ttls={k: float(t) for k, t in ttls.items()} if ttls else {},
         entries_added=added,
         entries_read=read,
     )
