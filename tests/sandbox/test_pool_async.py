@@ -222,3 +222,31 @@ def test_closing_the_pool_ends_the_wait_of_a_task() -> None:
         asyncio.run(main())
     finally:
         held.kill()
+
+
+def test_a_task_handed_the_worker_sends_its_request_before_the_giver_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker runs the next task's call while the task that gave it back does its own
+    work (on one loop, nothing else could start it)."""
+    order: list[str] = []
+    send = Worker.send
+
+    def logged(self: Worker, data: bytes) -> None:
+        order.append("send " + ("a" if b'"name":"a"' in data else "b"))
+        send(self, data)
+
+    monkeypatch.setattr(Worker, "send", logged)
+    with WorkerPool(size=1, limits=LIMITS) as pool:
+        script = js(pool, NAME, "name")
+        order.clear()  # the compile's request
+
+        async def one(name: str) -> None:
+            await pool.acall_batch("tool_call", {"name": name}, [call(script, "h", {"tag": ""})])
+            order.append(f"{name} goes on")
+
+        async def main() -> None:
+            await asyncio.gather(one("a"), one("b"))
+
+        asyncio.run(main())
+    assert order == ["send a", "send b", "a goes on", "b goes on"]
