@@ -91,6 +91,7 @@ class _Context:
         "configs",
         "ctx",
         "fresh",
+        "limited",
         "prepare",
         "regex",
         "set_config",
@@ -106,6 +107,8 @@ class _Context:
             for n in ("call", "callKeyed", "config", "prepare", "regex", "fresh")
         )
         self.calls = 0
+        self.limited: dict[str, int] | None = None
+        """The limits last set on the context by a call (None: those it was made with)."""
         self.baseline = 0
         self.configs: set[str] = set()  # config keys parsed here (prelude.js keeps 4 at most)
         self.unchecked = 0
@@ -314,8 +317,10 @@ class JavaScriptRuntime:
                     return error_answer(loaded["error"], "error")
                 known.plan = _still(known.plan, loaded)
             assert c is not None
-            c.ctx.set_memory_limit(limits["memory_mb"] * 1024 * 1024)
-            c.ctx.set_max_stack_size(limits["stack_kb"] * 1024)
+            if c.limited is not limits:  # the worker keeps one limits object per key
+                c.ctx.set_memory_limit(limits["memory_mb"] * 1024 * 1024)
+                c.ctx.set_max_stack_size(limits["stack_kb"] * 1024)
+                c.limited = limits
             c.ctx.set_time_limit(limits["timeout_ms"] / 1000)
             cpu = time.process_time()
             raw = invoke(c)

@@ -177,12 +177,14 @@ def main() -> None:
     served = Served(py, js)
     # Start-up objects leave the collector's view, so the collection after every call is cheap.
     gc.freeze()
-    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    inp, out = sys.stdin.buffer, sys.stdout.fileno()
     max_line = int(os.environ.get("HOOKENGINE_MAX_REQUEST", "8000000"))
 
     def write(line: str) -> None:
-        out.write(line.encode("utf-8", "surrogatepass") + b"\n")
-        out.flush()
+        # One write per answer line, straight to the pipe (no buffer to copy into and flush).
+        data = (line + "\n").encode("utf-8", "surrogatepass")
+        while data:
+            data = data[os.write(out, data) :]
 
     def read() -> str | None:
         raw = inp.readline(max_line + 1)

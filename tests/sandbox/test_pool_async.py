@@ -238,11 +238,13 @@ def test_a_task_handed_the_worker_sends_its_request_before_the_giver_goes_on(
 
     monkeypatch.setattr(Worker, "send", logged)
     with WorkerPool(size=1, limits=LIMITS) as pool:
-        script = js(pool, NAME, "name")
+        slow = js(pool, SLOW, "slow")
         order.clear()  # the compile's request
 
         async def one(name: str) -> None:
-            await pool.acall_batch("tool_call", {"name": name}, [call(script, "h", {"tag": ""})])
+            # a's call runs long enough for b to queue behind it whatever the machine's load
+            batch = [call(slow, "h", {"n": 1_000_000 if name == "a" else 1})]
+            await pool.acall_batch("tool_call", {"name": name}, batch)
             order.append(f"{name} goes on")
 
         async def main() -> None:
