@@ -255,13 +255,20 @@ class Workers:
             for waiter in waiting:
                 if waiter.future.done():
                     continue
-                served = self._serve(waiter)
+                served = not self._waits_on(waiter.owner) and self._serve(waiter)
                 if not served:
                     self._waiters.append(waiter)
                 handed = handed or (served and waiter.future.done())
         if self._waiting:  # no thread waits otherwise (notify_all costs a lock probe)
             self._freed.notify_all()
         return handed
+
+    def _waits_on(self, owner: str | None) -> bool:
+        """Under the lock: whether ``_take_now`` would tell ``owner`` to wait (no error, no
+        worker): checked first, as most waiters of a busy pool are at their hook's share."""
+        if self._closed or not self._all or owner in self._kills.quarantined:
+            return False
+        return not self._idle or self._at_cap(owner)
 
     def _serve(self, waiter: _Waiter) -> bool:
         """Under the lock: hand ``waiter`` a worker, or the error that ends its wait, if there
