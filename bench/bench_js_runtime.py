@@ -2,8 +2,9 @@
 per 50 KB deny list, and what preparing and checking a context costs.
 
 Every row is one call plus the worker's between-calls step (``prepare()``), as in worker.py,
-with no pipe and no host: the numbers are the worker's own share of a decision, in CPU time
-(a wall clock on 2 shared cores measures the neighbours).
+with no pipe and no host (``whole worker request`` adds what the worker does around the call:
+parsing the request's header, writing the answer line): the numbers are the worker's own
+share of a decision, in CPU time (a wall clock on 2 shared cores measures the neighbours).
 
 Run: python bench/bench_js_runtime.py [--runs N]
 """
@@ -28,6 +29,8 @@ from common import report
 from engine.sandbox.javascript import CHECK_CALLS, JavaScriptRuntime
 from engine.sandbox.jsscope import top_level_plan
 from engine.sandbox.limits import Limits
+from engine.sandbox.python import PythonRuntime, address_space_limiter
+from engine.sandbox.worker import Served, serve
 
 LIMITS = Limits().as_wire()
 GUARD = (
@@ -106,6 +109,35 @@ class Worker:
             self.js.prepare()
             assert isinstance(answer, str), answer
             return answer
+
+        return run
+
+    def request(self, key: str, source: str, config: dict[str, Any]) -> Callable[[], object]:
+        """One whole batch request of one call as worker.py serves it: the header line parsed,
+        the call, the answer line written (here to a list: no pipe), then ``prepare()``."""
+        served = Served(PythonRuntime(self.js.regex, address_space_limiter()), self.js)
+        call = {
+            "language": "javascript",
+            "function": "on_tool_call",
+            "script": {"key": key, "filename": "b.js"},
+            "limits_key": "l",
+            "config_key": "c",
+            "apply": True,
+            "state": {},
+        }
+        header = {"op": "batch", "point": "tool_call", "calls": [call]}
+        first = {**header, "limits": {"l": LIMITS}, "configs": {"c": config}}
+        event_text = json.dumps(EVENT)
+        out: list[str] = []
+        serve(json.dumps(first), lambda: event_text, served, out.append)
+        line = json.dumps(header, separators=(",", ":"))
+
+        def run() -> object:
+            out.clear()
+            serve(line, lambda: event_text, served, out.append)
+            self.js.prepare()
+            assert out[0].startswith('{"ok":true'), out
+            return out
 
         return run
 
@@ -209,6 +241,7 @@ def main() -> None:
     rows = in_turns(
         {
             "guard, call_v2": w.v2("guard", GUARD, {}),
+            "guard, whole worker request": w.request("guard", GUARD, {}),
             "guard, old one-line call": w.v1("guard", {}),
             "50 KB deny list, top level run once": w.v2("deny_top", DENY_TOP, {}),
             "50 KB deny list in config:, call_v2": w.v2(
