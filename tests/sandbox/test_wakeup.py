@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from engine.sandbox.process import _SPIN_PROBE, SPIN_CAP_S, Spin
+from engine.sandbox.process import _LOAD_EVERY_S, _SPIN_PROBE, SPIN_CAP_S, CpuLoad, Spin
 
 
 class _Poll:
@@ -20,6 +20,10 @@ class _Poll:
         return [(0, 1)] if self.ready else []
 
 
+def _quiet(now: float) -> bool:
+    return True
+
+
 def _sent(spin: Spin) -> Spin:
     spin.since = time.perf_counter()
     return spin
@@ -27,19 +31,20 @@ def _sent(spin: Spin) -> Spin:
 
 def test_an_answer_already_there_is_taken_with_one_look() -> None:
     poll = _Poll(ready=True)
-    assert _sent(Spin()).wait(poll)  # type: ignore[arg-type]
+    assert _sent(Spin(_quiet)).wait(poll)  # type: ignore[arg-type]
     assert poll.looks == 1
 
 
-def test_the_spin_never_outlasts_its_cap() -> None:
-    spin = _sent(Spin())
+def test_a_spin_that_misses_gives_up_for_the_blocking_poll() -> None:
+    spin = _sent(Spin(_quiet))
     assert 0 < spin.budget() <= SPIN_CAP_S
-    assert not spin.wait(_Poll(ready=False))  # type: ignore[arg-type]
-    assert time.perf_counter() - spin.since >= spin.budget() or spin.budget() == 0
+    poll = _Poll(ready=False)
+    assert not spin.wait(poll)  # type: ignore[arg-type]
+    assert poll.looks >= 1
 
 
 def test_answers_that_keep_coming_after_the_spin_drop_it_but_for_rare_probes() -> None:
-    spin = Spin()
+    spin = Spin(_quiet)
     for _ in range(8):
         _sent(spin).wait(_Poll(ready=False))  # type: ignore[arg-type]
     assert spin.budget() == 0.0 or spin.budget() == SPIN_CAP_S
@@ -52,7 +57,7 @@ def test_answers_that_keep_coming_after_the_spin_drop_it_but_for_rare_probes() -
 
 
 def test_answers_caught_hot_bring_the_spin_back() -> None:
-    spin = Spin()
+    spin = Spin(_quiet)
     for _ in range(8):
         _sent(spin).wait(_Poll(ready=False))  # type: ignore[arg-type]
     poll = _Poll(ready=True)
@@ -60,3 +65,17 @@ def test_answers_caught_hot_bring_the_spin_back() -> None:
         _sent(spin).wait(poll)  # type: ignore[arg-type]
     assert spin.budget() > 0  # trusted again: every call spins
     assert spin.budget() > 0
+
+
+def test_no_spin_while_the_machine_has_no_core_to_spare() -> None:
+    poll = _Poll(ready=True)
+    assert not _sent(Spin(lambda now: False)).wait(poll)  # type: ignore[arg-type]
+    assert poll.looks == 0  # the blocking poll follows
+
+
+def test_the_load_is_read_from_proc_at_most_every_interval() -> None:
+    load = CpuLoad()
+    first = load.quiet(100.0)
+    load._cores = 0  # nothing can be quiet now: a fresh look would say so
+    assert load.quiet(100.0 + _LOAD_EVERY_S / 2) == first
+    assert not load.quiet(100.0 + _LOAD_EVERY_S)
