@@ -47,7 +47,6 @@ def test_answers_that_keep_coming_after_the_spin_drop_it_but_for_rare_probes() -
     spin = Spin(_quiet)
     for _ in range(8):
         _sent(spin).wait(_Poll(ready=False))  # type: ignore[arg-type]
-    assert spin.budget() == 0.0 or spin.budget() == SPIN_CAP_S
     poll, looked = _Poll(ready=False), 0
     for _ in range(4 * _SPIN_PROBE):
         before = poll.looks
@@ -63,8 +62,9 @@ def test_answers_caught_hot_bring_the_spin_back() -> None:
     poll = _Poll(ready=True)
     while not poll.looks:  # up to the next probe
         _sent(spin).wait(poll)  # type: ignore[arg-type]
-    assert spin.budget() > 0  # trusted again: every call spins
-    assert spin.budget() > 0
+    poll = _Poll(ready=True)
+    _sent(spin).wait(poll)  # type: ignore[arg-type]
+    assert poll.looks == 1  # trusted again: not a probe, yet it looked
 
 
 def test_no_spin_while_the_machine_has_no_core_to_spare() -> None:
@@ -78,4 +78,4 @@ def test_the_load_is_read_from_proc_at_most_every_interval() -> None:
     first = load.quiet(100.0)
     load._cores = 0  # nothing can be quiet now: a fresh look would say so
     assert load.quiet(100.0 + _LOAD_EVERY_S / 2) == first
-    assert not load.quiet(100.0 + _LOAD_EVERY_S)
+    assert not load.quiet(100.0 + 2 * _LOAD_EVERY_S)
