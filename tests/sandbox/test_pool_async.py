@@ -251,4 +251,5 @@ def test_a_task_handed_the_worker_sends_its_request_before_the_giver_goes_on(
             await asyncio.gather(one("a"), one("b"))
 
         asyncio.run(main())
-    assert order == ["send a", "send b", "a goes on", "b goes on"]
+    # (b may finish before a goes on: its answer can be in the pipe before it even looks)
+    assert order[:2] == ["send a", "send b"] and sorted(order[2:]) == ["a goes on", "b goes on"]
