@@ -5,10 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.cli.common import EXIT_OK, UsageError, print_json, run_main, say, version_text
+from engine.cli.common import (
+    EXIT_OK,
+    UsageError,
+    VersionAction,
+    end_process,
+    print_json,
+    run_main,
+    say,
+)
 from engine.cli.render import approval_line, outcome_lines, short
 from engine.cli.testrun import add_test_options, run_and_report
 from engine.config import find_config_root, load_engine_settings, load_hook_file
@@ -19,6 +28,9 @@ from engine.outcome import Outcome
 from engine.runtime import Agent, Engine
 from engine.store import Store
 from engine.store.lazy import LazyStore, open_lazy_store
+
+if TYPE_CHECKING:
+    from engine.tools.toolset import ToolSet
 
 VERBS = {
     "info": (0, "show the parsed config"),
@@ -69,14 +81,26 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--by", default="hook_tool", help="who approves or denies (recorded)")
     p.add_argument("--note", help="why (recorded with an approval or a denial)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--version", action="version", version=f"%(prog)s {version_text()}")
+    p.add_argument("--version", action=VersionAction)
     test_options = p.add_argument_group("options of the test verb")
     add_test_options(test_options)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``hook_tool`` console script."""
+    """Entry point of the ``hook_tool`` console script.
+
+    With ``argv`` None (the console script: the process's own command line) the process ends
+    here (``end_process``): a one-shot run, a command hook say, does not wait for the
+    interpreter's teardown. Given ``argv``, it returns the exit code.
+    """
+    code = _main(argv)
+    if argv is None:
+        end_process(code)
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     p = parser()
     try:
         args = p.parse_intermixed_args(argv)
@@ -195,6 +219,13 @@ class OneShotEngine(Engine):
                     statement_timeout_s=limits.statement_timeout_s,
                 )
             return self._stores[key]
+
+    def check_delegates(self, replaced: Mapping[str, ToolSet] | None = None) -> None:
+        """Skipped while no agent has tools (``hook_tool`` loads a hook, not an agent's tool
+        files): no delegate tool to check, and no import of the delegate module and the LLM
+        providers behind it."""
+        if replaced or any(spec.tools for spec in self.project.agents.values()):
+            super().check_delegates(replaced)
 
     def open_what_hooks_use(self, agent: str) -> None:
         """Open the SQL stores now if a hook of ``agent`` uses a store beyond its record
