@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,19 +17,13 @@ from engine.cli.common import (
     run_main,
     say,
 )
-from engine.cli.render import approval_line, outcome_lines, short
-from engine.cli.testrun import add_test_options, run_and_report
-from engine.config import find_config_root, load_engine_settings, load_hook_file
-from engine.config.loader import AgentSpec, ProjectConfig
-from engine.config.models import AgentConfig, EngineSettings
+from engine.cli.plugins import skip_empty_plugin_lookup
+from engine.cli.testrun import add_test_options
 from engine.errors import ConfigError
-from engine.outcome import Outcome
-from engine.runtime import Agent, Engine
-from engine.store import Store
-from engine.store.lazy import LazyStore, open_lazy_store
 
 if TYPE_CHECKING:
-    from engine.tools.toolset import ToolSet
+    from engine.outcome import Outcome
+    from engine.runtime import Agent, Engine
 
 VERBS = {
     "info": (0, "show the parsed config"),
@@ -110,12 +103,15 @@ def _main(argv: list[str] | None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """Run a verb. The engine's modules (pydantic, the stores, the sandbox) are imported
+    here, below the usage checks: ``--help`` and a usage error need none of them."""
     wanted, _ = VERBS[args.verb]
     if len(args.args) != wanted:
         raise UsageError(f"{args.verb} takes {wanted} argument(s), got {len(args.args)}")
     path = Path(args.hook)
     if not path.is_file():
         raise UsageError(f"{args.hook}: hook file not found")
+    skip_empty_plugin_lookup()  # before the first pydantic model is built
     if args.verb == "info":
         return _info(path, args)
     if args.verb == "test":
@@ -146,6 +142,8 @@ def _run(args: argparse.Namespace) -> int:
             }
         )
     else:
+        from engine.cli.render import outcome_lines
+
         for out in outcomes:
             say("\n".join(outcome_lines(out)))
     return EXIT_OK
@@ -170,6 +168,12 @@ def load_engine(
     ``one_shot``: the engine evaluates once and exits (``OneShotEngine``). ``config``: the
     folder whose ``engine.yaml`` applies (default: the nearest config folder above the hook).
     """
+    from engine.cli.oneshot import OneShotEngine
+    from engine.config import load_engine_settings, load_hook_file
+    from engine.config.loader import AgentSpec, ProjectConfig
+    from engine.config.models import AgentConfig, EngineSettings
+    from engine.runtime import Engine
+
     spec, problems = load_hook_file(path)
     root = _config_root(path, config)
     settings, found = load_engine_settings(root) if root else (EngineSettings(), [])
@@ -202,44 +206,9 @@ def load_engine(
     return engine
 
 
-class OneShotEngine(Engine):
-    """The engine of one evaluation (``hook_tool`` run per tool call, say): its SQLite stores
-    write the record through the standard library and open the SQL store (SQLAlchemy) only
-    when a hook reads or writes them (engine/store/lazy.py). The decision and its record are
-    the same as the full engine's."""
-
-    def open_store(self, url_or_path: str) -> Store:
-        key = url_or_path or self._default_store_url()
-        with self._lock:
-            if key not in self._stores:
-                limits = self.settings.store
-                self._stores[key] = open_lazy_store(
-                    key,
-                    connect_timeout_s=limits.connect_timeout_s,
-                    statement_timeout_s=limits.statement_timeout_s,
-                )
-            return self._stores[key]
-
-    def check_delegates(self, replaced: Mapping[str, ToolSet] | None = None) -> None:
-        """Skipped while no agent has tools (``hook_tool`` loads a hook, not an agent's tool
-        files): no delegate tool to check, and no import of the delegate module and the LLM
-        providers behind it."""
-        if replaced or any(spec.tools for spec in self.project.agents.values()):
-            super().check_delegates(replaced)
-
-    def open_what_hooks_use(self, agent: str) -> None:
-        """Open the SQL stores now if a hook of ``agent`` uses a store beyond its record
-        (script state, FAQ pairs, memory): the opening then counts in no hook's time."""
-        if all(_record_only(slot.hook) for slot in self.agent(agent).pipeline.slots):
-            return
-        with self._lock:
-            stores = list(self._stores.values())
-        for store in stores:
-            if isinstance(store, LazyStore):
-                store.full()
-
-
 def _config_root(path: Path, config: str | None) -> Path | None:
+    from engine.config import find_config_root
+
     if config is None:
         return find_config_root(path.resolve().parent)
     root = Path(config)
@@ -250,6 +219,8 @@ def _config_root(path: Path, config: str | None) -> Path | None:
 
 def _approvals(agent: Agent, args: argparse.Namespace) -> int:
     """``approvals``: what waits (in ``--session`` when given); ``approve`` / ``deny`` ID."""
+    from engine.cli.render import approval_line, short
+
     if args.verb == "approvals":
         waiting = agent.approvals(session_id=args.session, user_id=args.user)
         if args.json:
@@ -263,13 +234,6 @@ def _approvals(agent: Agent, args: argparse.Namespace) -> int:
     else:
         say(f"{done.status} by {done.resolved_by}: {done.tool} {short(done.input)}")
     return EXIT_OK
-
-
-def _record_only(hook: Any) -> bool:
-    """Whether ``hook`` touches no store when it runs (the pipeline writes its record)."""
-    if hook.kind == "script_hook":
-        return not hook.uses_state
-    return hook.kind in ("inject", "escalate")
 
 
 def _scope(args: argparse.Namespace) -> dict[str, Any]:
@@ -327,6 +291,8 @@ def _call_fields(text: str) -> dict[str, Any]:
 
 
 def _test(path: Path, args: argparse.Namespace) -> int:
+    from engine.cli.testrun import run_and_report
+
     with load_engine(
         path, agent=args.agent, db=":memory:", live=args.live, config=args.config
     ) as engine:
@@ -334,6 +300,8 @@ def _test(path: Path, args: argparse.Namespace) -> int:
 
 
 def _info(path: Path, args: argparse.Namespace) -> int:
+    from engine.config import load_hook_file
+
     spec, problems = load_hook_file(path)
     if spec is None:
         raise ConfigError(problems)
