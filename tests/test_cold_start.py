@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from engine.cli import hook_tool
+from engine.cli.earlypool import pool_for
 from engine.cli.hook_tool import load_engine
-from engine.cli.oneshot import OneShotEngine, pool_for
+from engine.cli.oneshot import OneShotEngine
 from engine.cli.plugins import plugins_declared
 from engine.config.loader import ProjectConfig
 from engine.config.models import EngineSettings, ScriptSettings
@@ -227,7 +228,7 @@ def _pools_made(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         made.append(pool_for(settings))
         return made[-1]
 
-    monkeypatch.setattr("engine.cli.oneshot.pool_for", recording)
+    monkeypatch.setattr("engine.cli.earlypool.pool_for", recording)
     return made
 
 

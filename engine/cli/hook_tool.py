@@ -22,6 +22,7 @@ from engine.cli.testrun import add_test_options
 from engine.errors import ConfigError
 
 if TYPE_CHECKING:
+    from engine.config.loader import ProjectConfig
     from engine.outcome import Outcome
     from engine.runtime import Agent, Engine
 
@@ -168,11 +169,27 @@ def load_engine(
     ``one_shot``: the engine evaluates once and exits (``OneShotEngine``). ``config``: the
     folder whose ``engine.yaml`` applies (default: the nearest config folder above the hook).
     """
+    project = _project(path, agent=agent, config=config, one_shot=one_shot)
+    if not one_shot:
+        from engine.runtime import Engine
+
+        return Engine(project, live=live, db=db)
+    from engine.cli.earlypool import EarlyPool, runs_scripts
+
+    # the worker starts now: it boots while the engine's own modules load and it is built
+    early = EarlyPool(project.settings) if runs_scripts(project) else None
     from engine.cli.oneshot import OneShotEngine
+
+    engine = OneShotEngine(project, early=early, live=live, db=db)
+    engine.open_what_hooks_use(agent)
+    return engine
+
+
+def _project(path: Path, *, agent: str, config: str | None, one_shot: bool) -> ProjectConfig:
+    """The project of ``load_engine``: one agent, ``agent``, with the hook at ``path``."""
     from engine.config import load_engine_settings, load_hook_file
     from engine.config.loader import AgentSpec, ProjectConfig
     from engine.config.models import AgentConfig, EngineSettings
-    from engine.runtime import Engine
 
     spec, problems = load_hook_file(path)
     root = _config_root(path, config)
@@ -184,26 +201,10 @@ def load_engine(
         update["scripts"] = settings.scripts.model_copy(update={"workers": 1})
     settings = settings.model_copy(update=update)
     base = root.parent if root else Path.cwd()
-    project = ProjectConfig(
-        root or path.parent,
-        base,
-        settings,
-        (),
-        {
-            agent: AgentSpec(
-                agent,
-                path.parent,
-                AgentConfig(hook_files=[path.name]),
-                (spec,),
-                frozenset({spec.path}),
-            )
-        },
+    spec_of_agent = AgentSpec(
+        agent, path.parent, AgentConfig(hook_files=[path.name]), (spec,), frozenset({spec.path})
     )
-    if not one_shot:
-        return Engine(project, live=live, db=db)
-    engine = OneShotEngine(project, live=live, db=db)
-    engine.open_what_hooks_use(agent)
-    return engine
+    return ProjectConfig(root or path.parent, base, settings, (), {agent: spec_of_agent})
 
 
 def _config_root(path: Path, config: str | None) -> Path | None:

@@ -6,12 +6,11 @@ stores, the sandbox) that ``hook_tool --help`` or a usage error never needs.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from engine.cli.earlypool import EarlyPool, runs_scripts
 from engine.config.loader import ProjectConfig
-from engine.config.models import EngineSettings
 from engine.runtime import Engine
 from engine.store import Store
 from engine.store.lazy import LazyStore, open_lazy_store
@@ -27,8 +26,14 @@ class OneShotEngine(Engine):
     engine is built, while the host loads the hooks (``EarlyPool``). The decision and its
     record are the same as the full engine's."""
 
-    def __init__(self, project: ProjectConfig, **options: Any) -> None:
-        self._early = EarlyPool(project.settings) if _runs_scripts(project) else None
+    def __init__(
+        self, project: ProjectConfig, *, early: EarlyPool | None = None, **options: Any
+    ) -> None:
+        """``early``: the pool ``load_engine`` started already (by default one starts now if
+        a hook is a script hook); ``options`` as ``Engine``'s."""
+        if early is None and runs_scripts(project):
+            early = EarlyPool(project.settings)
+        self._early = early
         try:
             super().__init__(project, **options)
         except BaseException:
@@ -77,74 +82,6 @@ class OneShotEngine(Engine):
         for store in stores:
             if isinstance(store, LazyStore):
                 store.full()
-
-
-class EarlyPool:
-    """A one-shot engine's sandbox pool, started in a thread as soon as the settings are known.
-
-    A worker's start-up (a Python start, its imports and hardening) then overlaps the host's
-    own work before the first compile (building the engine, importing the hook's kind, reading
-    and checking the script) instead of following it. The pool is the one ``Engine.sandbox``
-    would make (``pool_for``).
-    """
-
-    def __init__(self, settings: EngineSettings) -> None:
-        import engine.sandbox  # noqa: F401 - imported here, not in the thread: one importer
-
-        self._pool: Any = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._start, args=(settings,), name="hookengine-pool-start", daemon=True
-        )
-        self._thread.start()
-
-    def _start(self, settings: EngineSettings) -> None:
-        try:
-            self._pool = pool_for(settings)
-        except BaseException as exc:  # noqa: BLE001 - raised again by take()
-            self._error = exc
-
-    def take(self) -> Any:
-        """The started pool (waits for its workers' start-up).
-
-        Raises:
-            ScriptLimitError: the workers did not start (as ``Engine.sandbox``).
-        """
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        pool, self._pool = self._pool, None
-        return pool
-
-    def discard(self) -> None:
-        """Stop the pool if nobody took it."""
-        self._thread.join()
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
-
-
-def pool_for(settings: EngineSettings) -> Any:
-    """The worker pool ``Engine.sandbox`` makes for ``settings`` (a test keeps them equal)."""
-    from engine.sandbox import Limits, PoolPolicy, WorkerPool
-
-    s = settings.scripts
-    return WorkerPool(
-        size=s.workers,
-        limits=Limits(timeout_ms=s.timeout_ms, memory_mb=s.memory_mb),
-        policy=PoolPolicy(
-            workers_per_hook=s.max_workers_per_hook,
-            respawns_per_s=s.respawns_per_s,
-            quarantine_kills=s.quarantine_kills,
-            quarantine_window_s=s.quarantine_window_s,
-        ),
-        max_contexts=s.max_contexts,
-    )
-
-
-def _runs_scripts(project: ProjectConfig) -> bool:
-    specs = [*project.host_hooks, *(s for a in project.agents.values() for s in a.hooks)]
-    return any(spec.kind == "script_hook" for spec in specs)
 
 
 def _record_only(hook: Any) -> bool:
