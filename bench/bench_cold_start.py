@@ -1,5 +1,7 @@
 """Cold start: ``import engine``, ``Engine.load``, and a one-shot ``hook_tool … tool`` (the JS
-no-deletes guard of the demo config), each in a fresh interpreter, against ``python -c pass``.
+no-deletes guard of the demo config), each in a fresh interpreter, against ``python -c pass``;
+then two parts of the one-shot run: what it imports, and a sandbox worker's start-up (which
+overlaps those imports: the one-shot starts its worker before the engine's own modules load).
 
 The engine's modules are byte-compiled first, as an install does (``compileall``): without
 their .pyc files every run would compile them from source.
@@ -62,6 +64,34 @@ def import_ms(statement: str) -> float:
     return sum(int(us) for us in found) / 1000
 
 
+def one_shot_imports_ms(argv: Sequence[str]) -> float:
+    """All the imports of one run of ``argv`` (a ``python -m`` command): the sum of the
+    cumulative times of the top-level lines of ``-X importtime``."""
+    done = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]],
+        env=ENV,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    found = re.findall(r"import time:\s+\d+ \|\s+(\d+) \| \S", done.stderr)
+    return sum(int(us) for us in found) / 1000
+
+
+def worker_ready_ms(folder: str) -> float:
+    """Milliseconds from spawning a sandbox worker to its ready line (then it is closed)."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))  # this checkout's worker, whatever is installed
+    from engine.sandbox.process import Worker
+
+    start = time.perf_counter()
+    worker = Worker(folder)
+    worker.wait_ready()
+    ready = (time.perf_counter() - start) * 1000
+    worker.close()
+    return ready
+
+
 def load_ms(db: Path) -> float:
     """Milliseconds of ``Engine.load`` of the demo config in a fresh interpreter (after its
     imports), closing included."""
@@ -105,6 +135,8 @@ def main() -> None:
             ],
             "Engine.load(config), after imports": [load_ms(db) for _ in range(runs)],
             ONE_SHOT: [wall_ms(one_shot, ONE_SHOT) for _ in range(runs)],
+            "  its imports (-X importtime)": [one_shot_imports_ms(one_shot) for _ in range(runs)],
+            "  a sandbox worker, spawn to ready": [worker_ready_ms(tmp) for _ in range(runs)],
         }
     base = statistics.median(rows["python -c pass"])
     print(f"{'case':<44} {'p50 ms':>9} {'min ms':>9} {'x python -c':>12} {'cpu p50':>9}")
