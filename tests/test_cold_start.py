@@ -265,3 +265,30 @@ def test_a_one_shot_engine_that_fails_to_build_stops_its_worker(
     with pytest.raises(ConfigError, match=r"bad\.js"):
         load_engine(hook, agent="a", db=str(tmp_path / "s.db"), live=False, one_shot=True)
     assert len(made) == 1 and made[0].health()["workers"] == 0
+
+
+def test_the_console_script_flushes_its_answer_and_record_and_exits_with_its_code(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    open_store(str(db)).close()
+    run = [sys.executable, "-m", "engine.cli.hook_tool", str(DEMO / "no_deletes.yaml"), "tool"]
+    # buffered output, as a program reading the answer through a pipe gets it
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["PYTHONPATH"] = str(REPO)
+    done = subprocess.run(
+        [*run, "delete_file", '{"path": "a.txt"}', "--db", str(db), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["outcome"]["blocked"] is True
+    store = open_store(str(db))
+    try:
+        assert len(store.query_records(RecordQuery())) == 1
+    finally:
+        store.close()
+    bad = subprocess.run([*run, "x", "{"], capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode == 2 and "the tool input is not valid JSON" in bad.stderr
