@@ -40,11 +40,15 @@ CPU: dict[str, list[float]] = {}
 on a loaded machine they vary far less than wall-clock times."""
 
 
-def wall_ms(argv: Sequence[str], case: str, env: dict[str, str] = ENV) -> float:
-    """Wall-clock milliseconds of one run of ``argv`` (it must succeed); its CPU time is
-    noted in ``CPU[case]``."""
+def wall_ms(argv: Sequence[str], case: str, repo: Path = REPO) -> float:
+    """Wall-clock milliseconds of one run of ``argv`` with the engine of the checkout ``repo``
+    (it must succeed); its CPU time is noted in ``CPU[case]``."""
+    # in the checkout's folder too: ``python -m`` puts the working folder first on the path
+    env = ENV | {"PYTHONPATH": str(repo)}
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        argv, env=env, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = (time.perf_counter() - start) * 1000
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -134,16 +138,13 @@ def interleaved(
     if baseline is None:
         return {ONE_SHOT: [wall_ms(one_shot, ONE_SHOT) for _ in range(runs)]}
     compileall.compile_dir(baseline / "engine", quiet=1)
-    other, env = (
-        one_shot_of(baseline, db.with_name("baseline.db")),
-        ENV | {"PYTHONPATH": str(baseline)},
-    )
-    wall_ms(other, "warm-up", env)
+    other = one_shot_of(baseline, db.with_name("baseline.db"))
+    wall_ms(other, "warm-up", baseline)
     name = f"  the same, baseline {baseline.name}"
     rows: dict[str, list[float]] = {ONE_SHOT: [], name: []}
     for _ in range(runs):
         rows[ONE_SHOT].append(wall_ms(one_shot, ONE_SHOT))
-        rows[name].append(wall_ms(other, name, env))
+        rows[name].append(wall_ms(other, name, baseline))
     return rows
 
 
