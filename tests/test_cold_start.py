@@ -22,7 +22,7 @@ from engine.cli.hook_tool import load_engine
 from engine.cli.oneshot import OneShotEngine
 from engine.config.loader import ProjectConfig
 from engine.config.models import EngineSettings, ScriptSettings
-from engine.errors import ConfigError
+from engine.errors import ConfigError, ScriptLimitError
 from engine.runtime import Engine
 from engine.store import RecordQuery, open_store
 from engine.store.lazy import LazyStore
@@ -297,3 +297,20 @@ def test_the_console_script_flushes_its_answer_and_record_and_exits_with_its_cod
         store.close()
     bad = subprocess.run([*run, "x", "{"], capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 2 and "the tool input is not valid JSON" in bad.stderr
+
+
+def test_a_one_shot_engine_whose_worker_cannot_start_raises_as_the_engine_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(settings: EngineSettings) -> Any:
+        raise ScriptLimitError("sandbox workers did not start: test", cause="crashed")
+
+    monkeypatch.setattr("engine.cli.earlypool.pool_for", failing)
+    with pytest.raises(ScriptLimitError, match="did not start: test"):  # as Engine.sandbox's
+        load_engine(
+            DEMO / "no_deletes.yaml",
+            agent="a",
+            db=str(tmp_path / "s.db"),
+            live=False,
+            one_shot=True,
+        )

@@ -44,8 +44,9 @@ class OneShotEngine(Engine):
     def sandbox(self) -> Any:
         """The worker pool ``EarlyPool`` started (or, with no script hook, one started now)."""
         with self._lock:
-            if self._sandbox is None and self._early is not None:
-                self._sandbox, self._early = self._early.take(), None
+            early, self._early = self._early, None
+            if self._sandbox is None and early is not None:
+                self._sandbox = early.take()  # if it failed, the next call starts one anew
         return super().sandbox()
 
     def close(self) -> None:
