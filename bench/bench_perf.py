@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import compileall
 import itertools
 import json
 import os
@@ -499,6 +500,9 @@ def hook_tool_argv() -> list[str]:
 
 
 def row_hook_tool(run: Run) -> None:
+    # byte-compiled first, as an install does: a module without its .pyc (PYTHONDONTWRITEBYTECODE
+    # set, a file just edited) is compiled from source in every run
+    compileall.compile_dir(ROOT / "engine", quiet=1)
     config = run.tmp / "hook_tool" / "config"
     copy_scripts(config)
     hooks = write_agent(

@@ -10,8 +10,6 @@ from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from typing import Any
 
-import snowballstemmer
-
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CYRILLIC = re.compile(r"[а-яё]", re.IGNORECASE)
 _LOCAL = threading.local()
@@ -22,6 +20,10 @@ so one shared between threads stems wrongly or raises IndexError under concurren
 def _stemmers() -> dict[str, Any]:
     found: dict[str, Any] | None = getattr(_LOCAL, "stemmers", None)
     if found is None:
+        # Imported on first stem: the package loads all its ~30 languages, and a process
+        # that only runs scripts (a one-shot hook_tool run) stems nothing.
+        import snowballstemmer
+
         found = {lang: snowballstemmer.stemmer(lang) for lang in ("russian", "english")}
         _LOCAL.stemmers = found
     return found

@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 
 from engine.cli import hook_tool
-from engine.cli.hook_tool import OneShotEngine, load_engine
+from engine.cli.earlypool import pool_for
+from engine.cli.hook_tool import load_engine
+from engine.cli.oneshot import OneShotEngine
+from engine.config.loader import ProjectConfig
+from engine.config.models import EngineSettings, ScriptSettings
+from engine.errors import ConfigError, ScriptLimitError
+from engine.runtime import Engine
 from engine.store import RecordQuery, open_store
 from engine.store.lazy import LazyStore
 from tests.conftest import REPO
@@ -26,9 +32,9 @@ DEMO = REPO / "config" / "agents" / "demo" / "hooks"
 HEAVY = ("sqlalchemy", "fastapi", "uvicorn", "httpx", "watchfiles", "asyncio")
 
 
-def imported_after(code: str) -> list[str]:
-    """The HEAVY modules a fresh interpreter holds after running ``code``."""
-    probe = f"{code}\nimport sys\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+def imported_after(code: str, modules: tuple[str, ...] = HEAVY) -> list[str]:
+    """Which of ``modules`` (the HEAVY ones) a fresh interpreter holds after running ``code``."""
+    probe = f"{code}\nimport sys\nprint(sorted(m for m in {modules!r} if m in sys.modules))"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60
@@ -157,3 +163,154 @@ def test_the_one_shot_decision_and_record_are_the_full_engines(
         records = full.records(RecordQuery(oldest_first=True))
     one, other = (comparable(r.model_dump(mode="json")) for r in records)
     assert one == other
+
+
+ONE_SHOT_UNUSED = (
+    "snowballstemmer",  # stems: FAQ and memory kinds only
+    "engine.tools.delegate",  # the delegate check: only an agent with tools has one
+    "engine.providers",  # LLM judges and memorizers
+    "engine.cli.render",  # imported by the verb that prints, not by a usage error
+)
+
+
+def test_a_one_shot_run_imports_no_stemmer_delegate_check_or_provider(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    open_store(str(db)).close()
+    assert imported_after(one_shot(db), ONE_SHOT_UNUSED[:3]) == []
+
+
+def test_a_one_shot_run_skips_the_plugin_lookup_when_no_plugin_is_installed(
+    tmp_path: Path,
+) -> None:
+    declared = "from engine.cli.plugins import plugins_declared\nprint(plugins_declared())"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", declared], capture_output=True, text=True, env=env, timeout=60
+    )
+    if done.stdout.strip() != "False":  # asked of a fresh interpreter, as the one-shot's
+        pytest.skip(f"pydantic plugins declared: {done.stdout.strip()} {done.stderr}")
+    db = tmp_path / "s.db"
+    open_store(str(db)).close()
+    assert imported_after(one_shot(db), ("importlib.metadata",)) == []
+
+
+def test_a_usage_error_imports_neither_the_engine_nor_pydantic() -> None:
+    code = (
+        "from engine.cli import hook_tool\n"
+        "assert hook_tool.main(['no/such/hook.yaml', 'tool', 'x', '{}']) == 2"
+    )
+    modules = ("pydantic", "engine.runtime", "engine.config", *ONE_SHOT_UNUSED)
+    assert imported_after(code, modules) == []
+
+
+def test_the_one_shot_pool_is_the_one_the_engine_makes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[dict[str, Any]] = []
+
+    class Recorder:
+        def __init__(self, **options: Any) -> None:
+            made.append(options)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr("engine.sandbox.WorkerPool", Recorder)
+    scripts = ScriptSettings(timeout_ms=77, memory_mb=33, workers=3, max_contexts=40)
+    settings = EngineSettings(scripts=scripts, process="p")
+    project = ProjectConfig(tmp_path, tmp_path, settings, (), {})
+    with Engine(project, db=str(tmp_path / "s.db")) as full:
+        full.sandbox()
+    pool_for(settings)
+    assert len(made) == 2 and made[0] == made[1]
+
+
+def _pools_made(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The pools one-shot engines start from now on (each a real one)."""
+    made: list[Any] = []
+
+    def recording(settings: EngineSettings) -> Any:
+        made.append(pool_for(settings))
+        return made[-1]
+
+    monkeypatch.setattr("engine.cli.earlypool.pool_for", recording)
+    return made
+
+
+def test_a_one_shot_engine_starts_its_worker_as_it_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = _pools_made(monkeypatch)
+    with load_engine(
+        DEMO / "no_deletes.yaml", agent="a", db=str(tmp_path / "s.db"), live=False, one_shot=True
+    ) as engine:
+        assert len(made) == 1 and engine.sandbox() is made[0]
+        assert engine.agent("a").tool_call("delete_file", {}).blocked
+    assert made[0].health()["workers"] == 0  # closed with the engine
+
+
+def test_a_one_shot_engine_without_script_hooks_starts_no_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = _pools_made(monkeypatch)
+    with load_engine(
+        DEMO / "escalate.yaml", agent="a", db=str(tmp_path / "s.db"), live=False, one_shot=True
+    ) as engine:
+        engine.agent("a").before_user_message("hello")
+    assert made == []
+
+
+def test_a_one_shot_engine_that_fails_to_build_stops_its_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = _pools_made(monkeypatch)
+    (tmp_path / "bad.js").write_text("function on_tool_call(event, host) { return {\n")
+    hook = tmp_path / "bad.yaml"
+    hook.write_text("kind: script_hook\nname: bad\nscript: bad.js\n")
+    with pytest.raises(ConfigError, match=r"bad\.js"):
+        load_engine(hook, agent="a", db=str(tmp_path / "s.db"), live=False, one_shot=True)
+    assert len(made) == 1 and made[0].health()["workers"] == 0
+
+
+def test_the_console_script_flushes_its_answer_and_record_and_exits_with_its_code(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    open_store(str(db)).close()
+    run = [sys.executable, "-m", "engine.cli.hook_tool", str(DEMO / "no_deletes.yaml"), "tool"]
+    # buffered output, as a program reading the answer through a pipe gets it
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    env["PYTHONPATH"] = str(REPO)
+    done = subprocess.run(
+        [*run, "delete_file", '{"path": "a.txt"}', "--db", str(db), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["outcome"]["blocked"] is True
+    store = open_store(str(db))
+    try:
+        assert len(store.query_records(RecordQuery())) == 1
+    finally:
+        store.close()
+    bad = subprocess.run([*run, "x", "{"], capture_output=True, text=True, env=env, timeout=60)
+    assert bad.returncode == 2 and "the tool input is not valid JSON" in bad.stderr
+
+
+def test_a_one_shot_engine_whose_worker_cannot_start_raises_as_the_engine_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(settings: EngineSettings) -> Any:
+        raise ScriptLimitError("sandbox workers did not start: test", cause="crashed")
+
+    monkeypatch.setattr("engine.cli.earlypool.pool_for", failing)
+    with pytest.raises(ScriptLimitError, match="did not start: test"):  # as Engine.sandbox's
+        load_engine(
+            DEMO / "no_deletes.yaml",
+            agent="a",
+            db=str(tmp_path / "s.db"),
+            live=False,
+            one_shot=True,
+        )

@@ -103,7 +103,7 @@ def decide(
     a failure to load or open it is the event's failure answer (a deny at PreToolUse)."""
     event = event_name(payload)
     try:
-        from engine.cli.hook_tool import OneShotEngine
+        from engine.cli.oneshot import OneShotEngine
         from engine.config.loader import load_project
 
         project = load_project(args.config, only=[args.agent])

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import difflib
 import json
+import os
 import re
 import sys
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from engine.errors import ConfigError, EngineError
 
@@ -92,6 +96,25 @@ def run_main(prog: str, body: Any) -> int:
         return fail(prog, missing)
     except BrokenPipeError:
         return EXIT_OK
+
+
+def end_process(code: int) -> NoReturn:
+    """End a command's process with exit code ``code``, as the interpreter would at exit but
+    without its teardown.
+
+    Threads are waited for and the exit handlers run (an engine still open is closed there,
+    its records flushed), then the output is flushed; what is skipped is freeing every module
+    and object one by one, which takes a one-shot ``hook_tool`` run about a tenth of its
+    time and changes nothing outside the process.
+    """
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
+            stream.flush()
+    os._exit(code)
 
 
 # -- filters every command takes the same way ------------------------------------------------
@@ -223,3 +246,22 @@ def version_text() -> str:
         return version("hookengine")
     except PackageNotFoundError:
         return "unknown (not installed)"
+
+
+class VersionAction(argparse.Action):
+    """``--version``: prints ``PROG VERSION`` and exits, like argparse's own, but looks the
+    version up only when asked: the lookup imports ``importlib.metadata`` and reads the
+    installed packages' metadata, a tenth of a one-shot ``hook_tool`` run."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS) -> None:
+        super().__init__(
+            option_strings,
+            dest,
+            default=argparse.SUPPRESS,
+            nargs=0,
+            help="show program's version number and exit",
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        say(f"{parser.prog} {version_text()}")
+        parser.exit()

@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.cli.common import EXIT_OK, UsageError, print_json, run_main, say, version_text
-from engine.cli.render import approval_line, outcome_lines, short
-from engine.cli.testrun import add_test_options, run_and_report
-from engine.config import find_config_root, load_engine_settings, load_hook_file
-from engine.config.loader import AgentSpec, ProjectConfig
-from engine.config.models import AgentConfig, EngineSettings
+from engine.cli.common import (
+    EXIT_OK,
+    UsageError,
+    VersionAction,
+    end_process,
+    print_json,
+    run_main,
+    say,
+)
+from engine.cli.plugins import skip_empty_plugin_lookup
+from engine.cli.testrun import add_test_options
 from engine.errors import ConfigError
-from engine.outcome import Outcome
-from engine.runtime import Agent, Engine
-from engine.store import Store
-from engine.store.lazy import LazyStore, open_lazy_store
+
+if TYPE_CHECKING:
+    from engine.config.loader import ProjectConfig
+    from engine.outcome import Outcome
+    from engine.runtime import Agent, Engine
 
 VERBS = {
     "info": (0, "show the parsed config"),
@@ -69,14 +76,31 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--by", default="hook_tool", help="who approves or denies (recorded)")
     p.add_argument("--note", help="why (recorded with an approval or a denial)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--version", action="version", version=f"%(prog)s {version_text()}")
+    p.add_argument("--version", action=VersionAction)
     test_options = p.add_argument_group("options of the test verb")
     add_test_options(test_options)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``hook_tool`` console script."""
+    """Entry point of the ``hook_tool`` console script.
+
+    With ``argv`` None (the console script: the process's own command line) the process is
+    the run's own: its cyclic garbage collector stays off (starting up, it would walk the
+    freshly imported engine again and again, about a twentieth of a one-shot run, to free
+    nothing; the run's memory is given back when it exits) and it ends here
+    (``end_process``), without the interpreter's teardown. Given ``argv``, it returns the
+    exit code.
+    """
+    if argv is None:
+        gc.disable()
+    code = _main(argv)
+    if argv is None:
+        end_process(code)
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     p = parser()
     try:
         args = p.parse_intermixed_args(argv)
@@ -86,12 +110,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """Run a verb. The engine's modules (pydantic, the stores, the sandbox) are imported
+    here, below the usage checks: ``--help`` and a usage error need none of them."""
     wanted, _ = VERBS[args.verb]
     if len(args.args) != wanted:
         raise UsageError(f"{args.verb} takes {wanted} argument(s), got {len(args.args)}")
     path = Path(args.hook)
     if not path.is_file():
         raise UsageError(f"{args.hook}: hook file not found")
+    skip_empty_plugin_lookup()  # before the first pydantic model is built
     if args.verb == "info":
         return _info(path, args)
     if args.verb == "test":
@@ -122,6 +149,8 @@ def _run(args: argparse.Namespace) -> int:
             }
         )
     else:
+        from engine.cli.render import outcome_lines
+
         for out in outcomes:
             say("\n".join(outcome_lines(out)))
     return EXIT_OK
@@ -146,6 +175,28 @@ def load_engine(
     ``one_shot``: the engine evaluates once and exits (``OneShotEngine``). ``config``: the
     folder whose ``engine.yaml`` applies (default: the nearest config folder above the hook).
     """
+    project = _project(path, agent=agent, config=config, one_shot=one_shot)
+    if not one_shot:
+        from engine.runtime import Engine
+
+        return Engine(project, live=live, db=db)
+    from engine.cli.earlypool import EarlyPool, runs_scripts
+
+    # the worker starts now: it boots while the engine's own modules load and it is built
+    early = EarlyPool(project.settings) if runs_scripts(project) else None
+    from engine.cli.oneshot import OneShotEngine
+
+    engine = OneShotEngine(project, early=early, live=live, db=db)
+    engine.open_what_hooks_use(agent)
+    return engine
+
+
+def _project(path: Path, *, agent: str, config: str | None, one_shot: bool) -> ProjectConfig:
+    """The project of ``load_engine``: one agent, ``agent``, with the hook at ``path``."""
+    from engine.config import load_engine_settings, load_hook_file
+    from engine.config.loader import AgentSpec, ProjectConfig
+    from engine.config.models import AgentConfig, EngineSettings
+
     spec, problems = load_hook_file(path)
     root = _config_root(path, config)
     settings, found = load_engine_settings(root) if root else (EngineSettings(), [])
@@ -156,59 +207,15 @@ def load_engine(
         update["scripts"] = settings.scripts.model_copy(update={"workers": 1})
     settings = settings.model_copy(update=update)
     base = root.parent if root else Path.cwd()
-    project = ProjectConfig(
-        root or path.parent,
-        base,
-        settings,
-        (),
-        {
-            agent: AgentSpec(
-                agent,
-                path.parent,
-                AgentConfig(hook_files=[path.name]),
-                (spec,),
-                frozenset({spec.path}),
-            )
-        },
+    spec_of_agent = AgentSpec(
+        agent, path.parent, AgentConfig(hook_files=[path.name]), (spec,), frozenset({spec.path})
     )
-    if not one_shot:
-        return Engine(project, live=live, db=db)
-    engine = OneShotEngine(project, live=live, db=db)
-    engine.open_what_hooks_use(agent)
-    return engine
-
-
-class OneShotEngine(Engine):
-    """The engine of one evaluation (``hook_tool`` run per tool call, say): its SQLite stores
-    write the record through the standard library and open the SQL store (SQLAlchemy) only
-    when a hook reads or writes them (engine/store/lazy.py). The decision and its record are
-    the same as the full engine's."""
-
-    def open_store(self, url_or_path: str) -> Store:
-        key = url_or_path or self._default_store_url()
-        with self._lock:
-            if key not in self._stores:
-                limits = self.settings.store
-                self._stores[key] = open_lazy_store(
-                    key,
-                    connect_timeout_s=limits.connect_timeout_s,
-                    statement_timeout_s=limits.statement_timeout_s,
-                )
-            return self._stores[key]
-
-    def open_what_hooks_use(self, agent: str) -> None:
-        """Open the SQL stores now if a hook of ``agent`` uses a store beyond its record
-        (script state, FAQ pairs, memory): the opening then counts in no hook's time."""
-        if all(_record_only(slot.hook) for slot in self.agent(agent).pipeline.slots):
-            return
-        with self._lock:
-            stores = list(self._stores.values())
-        for store in stores:
-            if isinstance(store, LazyStore):
-                store.full()
+    return ProjectConfig(root or path.parent, base, settings, (), {agent: spec_of_agent})
 
 
 def _config_root(path: Path, config: str | None) -> Path | None:
+    from engine.config import find_config_root
+
     if config is None:
         return find_config_root(path.resolve().parent)
     root = Path(config)
@@ -219,6 +226,8 @@ def _config_root(path: Path, config: str | None) -> Path | None:
 
 def _approvals(agent: Agent, args: argparse.Namespace) -> int:
     """``approvals``: what waits (in ``--session`` when given); ``approve`` / ``deny`` ID."""
+    from engine.cli.render import approval_line, short
+
     if args.verb == "approvals":
         waiting = agent.approvals(session_id=args.session, user_id=args.user)
         if args.json:
@@ -232,13 +241,6 @@ def _approvals(agent: Agent, args: argparse.Namespace) -> int:
     else:
         say(f"{done.status} by {done.resolved_by}: {done.tool} {short(done.input)}")
     return EXIT_OK
-
-
-def _record_only(hook: Any) -> bool:
-    """Whether ``hook`` touches no store when it runs (the pipeline writes its record)."""
-    if hook.kind == "script_hook":
-        return not hook.uses_state
-    return hook.kind in ("inject", "escalate")
 
 
 def _scope(args: argparse.Namespace) -> dict[str, Any]:
@@ -296,6 +298,8 @@ def _call_fields(text: str) -> dict[str, Any]:
 
 
 def _test(path: Path, args: argparse.Namespace) -> int:
+    from engine.cli.testrun import run_and_report
+
     with load_engine(
         path, agent=args.agent, db=":memory:", live=args.live, config=args.config
     ) as engine:
@@ -303,6 +307,8 @@ def _test(path: Path, args: argparse.Namespace) -> int:
 
 
 def _info(path: Path, args: argparse.Namespace) -> int:
+    from engine.config import load_hook_file
+
     spec, problems = load_hook_file(path)
     if spec is None:
         raise ConfigError(problems)

@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-from engine.cli.common import run_main, version_text
+from engine.cli.common import VersionAction, run_main
 
 # Each module adds its subcommands with register(subparsers); the order is the help's order.
 COMMAND_MODULES = (
@@ -23,7 +23,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="hookengine", description="Check, run, inspect and serve hookengine agents."
     )
-    p.add_argument("--version", action="version", version=f"%(prog)s {version_text()}")
+    p.add_argument("--version", action=VersionAction)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:

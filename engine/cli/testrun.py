@@ -15,8 +15,6 @@ from engine.cli.common import (
     print_json,
     say,
 )
-from engine.cli.render import progress_bar
-from engine.runtime import Engine
 
 if TYPE_CHECKING:
     from engine.config.loader import HookSpec
@@ -37,6 +35,7 @@ def add_test_options(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> No
 def test(args: argparse.Namespace) -> int:
     """Run the hooks' tests (every hook, an agent's, named ones, or one file's); exit 1 if
     one fails, 2 if the config is invalid."""
+    from engine.runtime import Engine
     from engine.yamltests import project_hooks
 
     target = Path(config_of(args))
@@ -69,6 +68,7 @@ def test_file(path: Path, args: argparse.Namespace) -> int:
 def run_and_report(specs: list[HookSpec], env: BuildEnv, args: argparse.Namespace) -> int:
     """Run the tests of ``specs`` and print them; exit 1 on a failure, an error, or (with
     ``--require-tests``) a hook without tests."""
+    from engine.cli.render import progress_bar
     from engine.yamltests import junit_xml, report_data, report_lines, run_hooks
 
     with progress_bar("test", force=args.progress, unit="hooks") as bar:

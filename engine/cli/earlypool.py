@@ -1,0 +1,79 @@
+"""A one-shot engine's sandbox pool, started as early as its settings are known."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.config.loader import ProjectConfig
+    from engine.config.models import EngineSettings
+
+
+class EarlyPool:
+    """A one-shot engine's sandbox pool, started in a thread as soon as the settings are known.
+
+    A worker's start-up (a Python start, its imports and hardening) then overlaps the host's
+    own work before the first compile (building the engine, importing the hook's kind, reading
+    and checking the script) instead of following it. The pool is the one ``Engine.sandbox``
+    would make (``pool_for``).
+    """
+
+    def __init__(self, settings: EngineSettings) -> None:
+        import engine.sandbox  # noqa: F401 - imported here, not in the thread: one importer
+
+        self._pool: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._start, args=(settings,), name="hookengine-pool-start", daemon=True
+        )
+        self._thread.start()
+
+    def _start(self, settings: EngineSettings) -> None:
+        try:
+            self._pool = pool_for(settings)
+        except BaseException as exc:  # noqa: BLE001 - raised again by take()
+            self._error = exc
+
+    def take(self) -> Any:
+        """The started pool (waits for its workers' start-up).
+
+        Raises:
+            ScriptLimitError: the workers did not start (as ``Engine.sandbox``).
+        """
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        pool, self._pool = self._pool, None
+        return pool
+
+    def discard(self) -> None:
+        """Stop the pool if nobody took it."""
+        self._thread.join()
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+
+def pool_for(settings: EngineSettings) -> Any:
+    """The worker pool ``Engine.sandbox`` makes for ``settings`` (a test keeps them equal)."""
+    from engine.sandbox import Limits, PoolPolicy, WorkerPool
+
+    s = settings.scripts
+    return WorkerPool(
+        size=s.workers,
+        limits=Limits(timeout_ms=s.timeout_ms, memory_mb=s.memory_mb),
+        policy=PoolPolicy(
+            workers_per_hook=s.max_workers_per_hook,
+            respawns_per_s=s.respawns_per_s,
+            quarantine_kills=s.quarantine_kills,
+            quarantine_window_s=s.quarantine_window_s,
+        ),
+        max_contexts=s.max_contexts,
+    )
+
+
+def runs_scripts(project: ProjectConfig) -> bool:
+    """Whether a hook of ``project`` is a script hook (its engine will want a worker)."""
+    specs = [*project.host_hooks, *(s for a in project.agents.values() for s in a.hooks)]
+    return any(spec.kind == "script_hook" for spec in specs)
