@@ -133,6 +133,8 @@ OPA-compatible, LiteLLM's guardrail API (docs/litellm.md), Claude Code's hooks
 (docs/builtins-approval.md)."""
 FAST_ROUTES: dict[RouterFactory, Callable[[Any], list[FastRoute]]] = {
     decisions.router: decisions.fast_routes,
+    opa.router: opa.fast_routes,
+    claude_code.router: claude_code.fast_routes,
 }
 """The fast path (engine/http/fast.py) of the decision routers that have one."""
 
