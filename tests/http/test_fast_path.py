@@ -147,7 +147,7 @@ def test_a_common_decision_is_answered_without_fastapi_dependencies(
         assert response.status_code == 200, response.text
     assert fast.post(CLAUDE, content=hook("rm x"), headers=BEARER).status_code == 200
     # anything it does not take goes on to the route, which now fails
-    assert fast.post(TOOL, content=b"{\"nope\": 1}", headers={**BEARER, **JSON}).status_code == 500
+    assert fast.post(TOOL, content=b'{"nope": 1}', headers={**BEARER, **JSON}).status_code == 500
 
 
 def test_every_router_with_a_fast_path_is_mounted_by_default() -> None:
