@@ -8,7 +8,7 @@ valid), a body sent as ``application/json`` (when the route reads JSON) that par
 (engine/http/strict.py) and validates against the route's own model. Anything else, every
 malformed request included, goes on to the FastAPI route with its body replayed, which
 answers it as it always did: the 415s and 422s stay FastAPI's own. Both paths run the same
-functions (``decisions.decide_one``, ``opa.decide_data``, ...), so an answer does not depend
+functions (``decisions.answer_one``, ``opa.answer_data``, ...), so an answer does not depend
 on the path that gave it. ``Gate`` (engine/http/limits.py) has checked the token, the place
 in flight and the body's size before.
 """
@@ -16,7 +16,6 @@ in flight and the body's size before.
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,8 +27,6 @@ from pydantic import BaseModel
 from engine.errors import StoreError
 from engine.http.errors import ApiError, store_unavailable
 from engine.http.strict import parse_strict
-
-log = logging.getLogger("engine.http")
 
 Answer = tuple[int, Any] | tuple[int, Any, Mapping[str, str]]
 """A status, its JSON data, and maybe headers."""

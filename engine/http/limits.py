@@ -41,11 +41,9 @@ def head_size(scope: Scope) -> int:
 
 def declared_too_large(scope: Scope, limit: int) -> bool:
     """Whether the request declares a body over ``limit`` (or a Content-Length that is not a
-    number)."""
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            return not value.isdigit() or int(value) > limit
-    return False
+    number; each one counts, should there be several)."""
+    declared = (value for name, value in scope["headers"] if name == b"content-length")
+    return any(not value.isdigit() or int(value) > limit for value in declared)
 
 
 class _TooLarge(Exception):
