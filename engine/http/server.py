@@ -1,6 +1,7 @@
 """The HTTP service's uvicorn server, held against slow and hostile clients: a deadline to
 read each request, a connection cap, a bounded request head, query strings kept out of the
-access log. uvicorn is imported here and nowhere else in ``engine/``."""
+access log. uvicorn is imported here and in server_httptools.py (its httptools protocol),
+nowhere else in ``engine/``."""
 
 from __future__ import annotations
 
