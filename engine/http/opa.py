@@ -162,7 +162,9 @@ async def answer_data(engine: Any, agent: str, point: str, body: OpaIn) -> dict[
     return {"decision_id": outcome.id, "result": result(outcome, event)}
 
 
-async def answer_batch(engine: Any, agent: str, point: str, body: OpaBatchIn) -> Answer:
+async def answer_batch(
+    engine: Any, agent: str, point: str, body: OpaBatchIn
+) -> tuple[int, dict[str, Any]]:
     """The batch route's status (200, or 207 if some input failed) and answer."""
     found, name = find_agent(engine, agent), check_point(point)
     items, answers = {}, {}
