@@ -134,6 +134,13 @@ def clients(base: str, url: str, payloads: list[Any], *, n: int, each: int) -> l
     return times
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user and system, every thread) of process ``pid``: on a shared machine
+    it moves far less with the load than wall time does."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def row(name: str, times: list[float], decisions: int) -> float:
     wall, lat = times[-1], times[:-1]
     rate = decisions / wall
@@ -198,9 +205,12 @@ def contend(mode: str, config: Path, db: Path, *, n: int, each: int, local: floa
     """One server in ``mode``: single requests, then batches of 50."""
     proc, base = start(mode, config, db)
     try:
+        before = cpu_s(proc.pid)
         single = clients(base, URL, bodies(), n=n, each=each)
+        cpu = (cpu_s(proc.pid) - before) / (n * (each + WARMUP))
         rate = row(f"HTTP single ({mode})", single, n * each)
         print(f"  {'':<34} p50 / in-process p50: {pct(single[:-1], 0.5) / local:.1f}x")
+        print(f"  {'':<34} server CPU per decision: {cpu * 1e3:.2f} ms")
         events = bodies() * 9
         batch = {"inputs": {f"i{k}": events[k] for k in range(50)}}
         rounds = max(each // 25, 4)
