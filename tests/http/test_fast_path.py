@@ -197,3 +197,14 @@ def test_a_path_for_the_fast_path_keeps_the_routes_own_patterns(tmp_path: Path) 
     for path in ("/v1/agents/a b/points/x", "/v1/agents/a/points/X", "/v1/agents//points/x"):
         assert not pattern.fullmatch(path)
     assert not pattern.fullmatch("/v1/agents/" + "a" * 101 + "/points/x")
+
+
+@pytest.mark.parametrize("url", [TOOL, CLAUDE, OPA_BATCH])
+def test_a_body_over_the_limit_with_no_length_declared_is_413_on_the_fast_path(
+    fast: TestClient, url: str
+) -> None:
+    big = shell("ls " + "x" * 9000)  # over the decision limit (8192)
+    response = fast.post(url, content=iter([big[:4000], big[4000:]]), headers={**BEARER, **JSON})
+    assert "content-length" not in response.request.headers
+    assert response.status_code == 413, response.text
+    assert response.json()["code"] == "body_too_large" and "8192" in response.json()["message"]
