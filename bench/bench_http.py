@@ -13,7 +13,10 @@ A real ``hookengine serve`` process (the demo config, records on, one decide tok
   payload to ``$HOOKENGINE_URL``, wall time, next to ``python -c pass``.
 
 Every decision is checked (a delete is blocked, a read is not); a wrong one is counted and
-printed. Bounded: each case runs for at most ``--budget`` seconds. The machine is shared: read
+printed. Beside the latencies, the CPU time per decision of the in-process call (this process)
+and of the single route (the server process): on a shared machine it moves far less with the
+load than wall time does. Bounded: each case runs for at most ``--budget`` seconds. The machine
+is shared: read
 ratios, not absolute numbers.
 
 Run: python bench/bench_http.py [--quick]
@@ -117,13 +120,20 @@ def event_of(i: int) -> tuple[dict[str, Any], bool]:
     return {"name": name, "input": tool_input}, blocked
 
 
-def single_call(client: httpx.Client, base: str, checker: Checker) -> Callable[[int], None]:
+def single_call(
+    client: httpx.Client, base: str, checker: Checker, engine_s: list[float] | None = None
+) -> Callable[[int], None]:
+    """One decision per call; the engine's own time of each (``duration_us``) is appended to
+    ``engine_s`` if given."""
     url = f"{base}/v1/agents/demo/points/tool_call"
 
     def call(i: int) -> None:
         event, blocked = event_of(i)
         r = client.post(url, json={"event": event, "scope": {"user_id": "u1"}})
-        checker.check(f"single {event['name']} ({r.status_code})", r.json().get("blocked"), blocked)
+        answer = r.json()
+        checker.check(f"single {event['name']} ({r.status_code})", answer.get("blocked"), blocked)
+        if engine_s is not None:
+            engine_s.append(answer.get("duration_us", 0) / 1e6)
 
     return call
 
@@ -239,6 +249,16 @@ def in_process(config: Path, checker: Checker) -> Callable[[int], None]:
     return call
 
 
+def cpu_s(pid: int | None = None) -> float:
+    """CPU seconds (user and system, every thread) of process ``pid``, or of this one. Read
+    beside the latencies: on a shared machine a process's CPU time per decision moves far
+    less with the load than its wall time does."""
+    if pid is None:
+        return time.process_time()
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
@@ -265,13 +285,19 @@ def main(argv: list[str] | None = None) -> int:
         try:
             local = in_process(config, checker)
             try:
+                c0 = cpu_s()
                 t_local = timed(local, runs=runs, budget_s=seconds * 2)
+                cpu_local = (cpu_s() - c0) / (len(t_local) + 20)
             finally:
                 local.engine.close()  # type: ignore[attr-defined]
             with httpx.Client(headers=HEADERS, timeout=10) as client:
+                c0 = cpu_s(server.pid)
+                engine_s: list[float] = []
                 t_single = timed(
-                    single_call(client, base, checker), runs=runs, budget_s=seconds * 2
+                    single_call(client, base, checker, engine_s), runs=runs, budget_s=seconds * 2
                 )
+                beside = [t - e for t, e in zip(t_single, engine_s[20:], strict=True)]
+                cpu_single = (cpu_s(server.pid) - c0) / (len(t_single) + 20)
                 t_claude = timed(
                     claude_call(client, base, checker), runs=runs, budget_s=seconds * 2
                 )
@@ -309,6 +335,15 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  decisions/s: 1 client {single_rate:.0f}, 4 clients {four_rate:.0f}, "
         f"batches of 50 (1 client) {batch_rate:.0f}"
+    )
+    print(
+        f"  the single route's engine time (duration_us) p50 / p99: {p50(engine_s[20:]):.2f} / "
+        f"{p99(engine_s[20:]):.2f} ms; its latency minus that: {p50(beside):.2f} / "
+        f"{p99(beside):.2f} ms"
+    )
+    print(
+        f"  CPU per decision: in-process {cpu_local * 1e3:.2f} ms (the bench process), "
+        f"HTTP single {cpu_single * 1e3:.2f} ms (the server process, sandbox workers aside)"
     )
     verdict(
         rows,

@@ -1,11 +1,12 @@
 """HTTP decisions on loopback against the in-process call: ``tool_call`` with the demo guards,
-4 clients, the engine run in a threadpool (``evaluate``) or on the event loop (``aevaluate``);
-and a batch of 50 against 50 single requests.
+4 clients, the engine run in a threadpool (``evaluate``) or on the event loop (``aevaluate``),
+the request parsed by httptools on uvloop or by h11 on asyncio's loop; and a batch of 50
+against 50 single requests.
 
 The server runs in its own process (``--serve``), so the clients do not share its GIL. Bounded:
 ``--requests`` per client per contender (default 500).
 
-    python bench/bench_http_modes.py [--requests N] [--clients 4] [--rounds R]
+    python bench/bench_http_modes.py [--requests N] [--clients 4] [--rounds R] [--modes M,...]
 
 bench/bench_http.py times the routes themselves (single, 4 clients, batch, Claude Code, the
 forwarder); this one compares ways of running decisions behind them.
@@ -45,9 +46,11 @@ http:
 
 
 def serve(mode: str, port: int, config: str, db: str) -> None:
-    """The server role: the demo config, decisions in a threadpool or on the loop."""
+    """The server role: the demo config, decisions in a threadpool or on the loop; ``h11``:
+    in a threadpool, the request parsed by h11 on asyncio's loop (``serve`` without the
+    ``http`` extra's httptools and uvloop)."""
     from engine.http import decisions
-    from engine.http.server import build_server
+    from engine.http.server import GuardedH11Protocol, build_server
     from engine.runtime import Engine
 
     if mode == "loop":
@@ -60,7 +63,10 @@ def serve(mode: str, port: int, config: str, db: str) -> None:
 
         decisions.run_in_threadpool = on_loop  # type: ignore[assignment]
     with Engine.load(config, db=db) as engine:
-        build_server(engine, "127.0.0.1", port, log_level="warning").run()
+        server = build_server(engine, "127.0.0.1", port, log_level="warning")
+        if mode == "h11":
+            server.config.http, server.config.loop = GuardedH11Protocol, "asyncio"
+        server.run()
 
 
 def free_port() -> int:
@@ -128,6 +134,13 @@ def clients(base: str, url: str, payloads: list[Any], *, n: int, each: int) -> l
     return times
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user and system, every thread) of process ``pid``: on a shared machine
+    it moves far less with the load than wall time does."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def row(name: str, times: list[float], decisions: int) -> float:
     wall, lat = times[-1], times[:-1]
     rate = decisions / wall
@@ -192,9 +205,12 @@ def contend(mode: str, config: Path, db: Path, *, n: int, each: int, local: floa
     """One server in ``mode``: single requests, then batches of 50."""
     proc, base = start(mode, config, db)
     try:
+        before = cpu_s(proc.pid)
         single = clients(base, URL, bodies(), n=n, each=each)
+        cpu = (cpu_s(proc.pid) - before) / (n * (each + WARMUP))
         rate = row(f"HTTP single ({mode})", single, n * each)
         print(f"  {'':<34} p50 / in-process p50: {pct(single[:-1], 0.5) / local:.1f}x")
+        print(f"  {'':<34} server CPU per decision: {cpu * 1e3:.2f} ms")
         events = bodies() * 9
         batch = {"inputs": {f"i{k}": events[k] for k in range(50)}}
         rounds = max(each // 25, 4)
@@ -210,7 +226,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=500, help="per client per contender")
     parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=1, help="repeat thread, loop in turn")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat the modes in turn")
+    parser.add_argument(
+        "--modes",
+        default="thread,loop,h11",
+        help="thread: httptools, uvloop, decisions in a threadpool (serve's way); loop: the "
+        "same with decisions on the event loop; h11: h11 and asyncio's loop, threadpool",
+    )
     parser.add_argument("--serve", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -226,7 +248,7 @@ def main() -> None:
         print(f"  {'in-process evaluate':<34} p50 {local * 1e3:6.2f} ms")
         batch_in_process(config, Path(tmp) / "batch.db")
         for r in range(args.rounds):
-            for mode in ("thread", "loop"):
+            for mode in args.modes.split(","):
                 db = Path(tmp) / f"{mode}{r}.db"
                 contend(mode, config, db, n=args.clients, each=args.requests, local=local)
 

@@ -23,7 +23,8 @@ from engine.http.errors import (
     responses,
     summarize,
 )
-from engine.http.limits import BodyLimit, HeadLimit, InFlightLimit, TokenGate
+from engine.http.fast import FastRoute
+from engine.http.limits import Gate
 from engine.reload_log import ReloadLog
 from engine.store import Store
 
@@ -130,6 +131,17 @@ ROUTERS: tuple[RouterFactory, ...] = (
 OPA-compatible, LiteLLM's guardrail API (docs/litellm.md), Claude Code's hooks
 (docs/claude-code.md), tool calls and specs (docs/tools.md); and the approval routes
 (docs/builtins-approval.md)."""
+FAST_ROUTES: dict[RouterFactory, Callable[[Any], list[FastRoute]]] = {
+    decisions.router: decisions.fast_routes,
+    opa.router: opa.fast_routes,
+    claude_code.router: claude_code.fast_routes,
+}
+"""The fast path (engine/http/fast.py) of the decision routers that have one."""
+
+
+def no_fast_routes(engine: Any) -> list[FastRoute]:
+    return []
+
 
 ScopePath = Annotated[
     str,
@@ -209,22 +221,19 @@ def create_app(
         "readiness, status, and what the memory hooks remember about a scope.",
     )
     app.state.auth = load_auth(http, no_auth=no_auth)
-    # The last added runs first: the head's size, then the token (before any body is read),
-    # then the place among the decisions in flight, then the body's size.
-    app.add_middleware(
-        BodyLimit,
-        max_bytes=http.max_body_bytes,
-        prefixes=DECISION_PREFIXES,
-        prefix_max_bytes=http.max_decision_body_bytes,
-    )
-    app.add_middleware(
-        InFlightLimit, max_in_flight=http.max_concurrency, prefixes=DECISION_PREFIXES
-    )
     exempt: list[Any] = []  # filled below, once the routes are in
+    fast = [route for make in routers for route in FAST_ROUTES.get(make, no_fast_routes)(engine)]
     app.add_middleware(
-        TokenGate, auth=app.state.auth, scope="decide", prefixes=DECISION_PREFIXES, exempt=exempt
+        Gate,
+        auth=app.state.auth,
+        max_header_bytes=http.max_header_bytes,
+        max_body_bytes=http.max_body_bytes,
+        decision_max_body_bytes=http.max_decision_body_bytes,
+        max_in_flight=http.max_concurrency,
+        prefixes=DECISION_PREFIXES,
+        exempt=exempt,
+        fast=fast,
     )
-    app.add_middleware(HeadLimit, max_bytes=http.max_header_bytes)
     install_error_handlers(app)
     install_admin_handlers(app)
     decide = require("decide")

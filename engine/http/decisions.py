@@ -6,6 +6,7 @@ point, turning the engine's EventError into the request's paths, and an outcome'
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -17,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from engine.errors import EngineError, EventError
 from engine.http.errors import ApiError, ErrorBody, event_error, responses
+from engine.http.fast import Answer, FastRoute, Params, take
 from engine.http.strict import strict_json
 from engine.outcome import DECISION_FIELDS, Outcome
 from engine.points import Point
@@ -232,57 +234,101 @@ def decide_batch(
     return done
 
 
+HOST_PATTERN = r"^[a-z-]{1,40}$"
+AGENT_PATTERN = r"^[A-Za-z0-9_.-]{1,100}$"
+POINT_PATTERN = r"^[a-z_]{1,40}$"
 HostQuery = Annotated[
     str | None,
     Query(
-        pattern=r"^[a-z-]{1,40}$",
+        pattern=HOST_PATTERN,
         description="the host that applies the decision (docs/hosts.md): a change it cannot "
         "apply is listed in ``unsupported``; at tool_call it blocks",
     ),
 ]
-AgentPath = Annotated[str, Path(pattern=r"^[A-Za-z0-9_.-]{1,100}$", description="an agent")]
-PointPath = Annotated[str, Path(pattern=r"^[a-z_]{1,40}$", description="a point")]
+AgentPath = Annotated[str, Path(pattern=AGENT_PATTERN, description="an agent")]
+PointPath = Annotated[str, Path(pattern=POINT_PATTERN, description="a point")]
+
+
+def fast_path(template: str) -> re.Pattern[str]:
+    """A route's path (``/v1/agents/{agent}/points/{point}``) as the fast path matches it:
+    ``agent`` and ``point`` as named groups with the routes' own patterns."""
+    groups = {"agent": AGENT_PATTERN, "point": POINT_PATTERN}
+    return re.compile(
+        template.format(**{name: f"(?P<{name}>{p[1:-1]})" for name, p in groups.items()})
+    )
+
+
+async def answer_one(
+    engine: Any, agent: str, point: str, body: DecisionIn, host: str | None
+) -> dict[str, Any]:
+    """The native route's answer: find the agent and the point, decide in the threadpool."""
+    found, name = find_agent(engine, agent), check_point(point)
+    at = Place(["body", "event"], ["body", "scope"])
+    outcome = await run_in_threadpool(
+        evaluate, found, name, body.event, body.options(), host=host, at=at
+    )
+    return decision(outcome, body.event, explain=body.explain)
+
+
+async def answer_many(
+    engine: Any, agent: str, point: str, body: BatchIn, host: str | None
+) -> dict[str, Any]:
+    """The native batch route's answer: each input as the single route would answer it."""
+    found, name = find_agent(engine, agent), check_point(point)
+    items = {key: (item.event, item.options()) for key, item in body.inputs.items()}
+    done = await run_in_threadpool(decide_batch, found, name, items, host=host, at=batch_place)
+    answers = {
+        key: result.body() if isinstance(result, ApiError) else decision(result, items[key][0])
+        for key, result in done.items()
+    }
+    return {"responses": answers}
+
+
+SINGLE_PATH = "/v1/agents/{agent}/points/{point}"
+BATCH_PATH = "/v1/batch/agents/{agent}/points/{point}"
 
 
 def router(engine: Any, authorize: Callable[..., Any]) -> APIRouter:
     """``POST /v1/agents/{agent}/points/{point}`` and its batch form, behind ``authorize``."""
     api = APIRouter(dependencies=[Depends(authorize), Depends(strict_json)], tags=["decide"])
 
-    @api.post(
-        "/v1/agents/{agent}/points/{point}",
-        response_model=DecisionOut,
-        responses=DECISION_ERRORS,
-    )
+    @api.post(SINGLE_PATH, response_model=DecisionOut, responses=DECISION_ERRORS)
     async def decide(
         agent: AgentPath, point: PointPath, body: DecisionIn, host: HostQuery = None
     ) -> JSONResponse:
         """Decide one point: blocks are 200s too (``blocked``, ``reason``)."""
-        found, name = find_agent(engine, agent), check_point(point)
-        at = Place(["body", "event"], ["body", "scope"])
-        outcome = await run_in_threadpool(
-            evaluate, found, name, body.event, body.options(), host=host, at=at
-        )
-        return JSONResponse(decision(outcome, body.event, explain=body.explain))
+        return JSONResponse(await answer_one(engine, agent, point, body, host))
 
-    @api.post(
-        "/v1/batch/agents/{agent}/points/{point}",
-        response_model=BatchOut,
-        responses=DECISION_ERRORS,
-    )
+    @api.post(BATCH_PATH, response_model=BatchOut, responses=DECISION_ERRORS)
     async def decide_many(
         agent: AgentPath, point: PointPath, body: BatchIn, host: HostQuery = None
     ) -> JSONResponse:
         """Decide up to 100 inputs at one point; each answers as the single route would."""
-        found, name = find_agent(engine, agent), check_point(point)
-        items = {key: (item.event, item.options()) for key, item in body.inputs.items()}
-        done = await run_in_threadpool(decide_batch, found, name, items, host=host, at=batch_place)
-        answers = {
-            key: result.body() if isinstance(result, ApiError) else decision(result, items[key][0])
-            for key, result in done.items()
-        }
-        return JSONResponse({"responses": answers})
+        return JSONResponse(await answer_many(engine, agent, point, body, host))
 
     return api
+
+
+def fast_routes(engine: Any) -> list[FastRoute]:
+    """The native routes' fast path (engine/http/fast.py)."""
+    query = {"host": re.compile(HOST_PATTERN[1:-1])}
+
+    async def one(params: Params, given: Params, body: bytes) -> Answer | None:
+        taken = take(DecisionIn, body)
+        if taken is None:
+            return None
+        return 200, await answer_one(engine, **params, body=taken, host=given.get("host"))
+
+    async def many(params: Params, given: Params, body: bytes) -> Answer | None:
+        taken = take(BatchIn, body)
+        if taken is None:
+            return None
+        return 200, await answer_many(engine, **params, body=taken, host=given.get("host"))
+
+    return [
+        FastRoute(fast_path(SINGLE_PATH), query, one),
+        FastRoute(fast_path(BATCH_PATH), query, many),
+    ]
 
 
 def batch_place(key: str) -> Place:

@@ -165,5 +165,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StoreError)
     async def store_down(request: Request, exc: StoreError) -> JSONResponse:
-        log.error("store error on %s: %s", request.url.path, exc)
-        return ApiError(503, "store_unavailable", "the store is not available").response()
+        return store_unavailable(request.url.path, exc).response()
+
+
+def store_unavailable(path: str, exc: StoreError) -> ApiError:
+    """The 503 for a store that failed under a request on ``path`` (logged, not shown)."""
+    log.error("store error on %s: %s", path, exc)
+    return ApiError(503, "store_unavailable", "the store is not available")

@@ -1,22 +1,19 @@
-"""ASGI middlewares that refuse before any route runs: a body over its route's size limit
-(413), a request head over its bound (431), a decision beyond the in-flight cap (429), a
-decision without a decide token (401, 403; before its body is read).
-Each answers with the service's common error body (engine/http/errors.py)."""
+"""``Gate``, the one ASGI middleware that refuses before any route runs: a request head over
+its bound (431), a decision without a decide token (401, 403; before its body is read), a
+decision beyond the in-flight cap (429), a body over its route's size limit (413). It also
+hands the decision routes' common requests to their fast path (engine/http/fast.py).
+Each refusal is the service's common error body (engine/http/errors.py)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from engine.http.auth import Auth, token_of
 from engine.http.errors import ApiError
+from engine.http.fast import FastRoute, Matched, fast_match, send_json
 
 Scope = dict[str, Any]
-
-
-class _TooLarge(Exception):
-    pass
 
 
 async def refuse(
@@ -29,127 +26,11 @@ async def refuse(
 
 async def send_error(send: Any, error: ApiError, *, close: bool = False) -> None:
     """Answer ``error`` as the common error body, from an ASGI middleware."""
-    body = json.dumps(error.body(), ensure_ascii=False, separators=(",", ":")).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        *((name.encode(), value.encode()) for name, value in error.headers.items()),
-    ]
-    if close:
-        headers.append((b"connection", b"close"))
-    await send({"type": "http.response.start", "status": error.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, error.status, error.body(), error.headers, close=close)
 
 
 def matches(path: str, prefixes: Sequence[str]) -> bool:
     return any(path.startswith(prefix) for prefix in prefixes)
-
-
-class BodyLimit:
-    """Refuses a declared or streamed body larger than its route's limit (413).
-
-    Args:
-        app: the ASGI app.
-        max_bytes: the limit of every route but ``prefixes``.
-        prefixes: path prefixes (the decision routes) whose limit is ``prefix_max_bytes``.
-        prefix_max_bytes: their limit (default ``max_bytes``).
-    """
-
-    def __init__(
-        self,
-        app: Any,
-        *,
-        max_bytes: int,
-        prefixes: Sequence[str] = (),
-        prefix_max_bytes: int | None = None,
-    ) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-        self.prefixes = tuple(prefixes)
-        self.prefix_max_bytes = prefix_max_bytes or max_bytes
-
-    def limit(self, path: str) -> int:
-        return self.prefix_max_bytes if matches(path, self.prefixes) else self.max_bytes
-
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        limit = self.limit(scope["path"])
-        message = f"request body larger than {limit} bytes"
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > limit):
-            await refuse(send, 413, message)
-            return
-        seen = 0
-        started = False
-
-        async def counted() -> Any:
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > limit:
-                raise _TooLarge
-            return message
-
-        async def tracked_send(message: Any) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, counted, tracked_send)
-        except _TooLarge:
-            if not started:
-                await refuse(send, 413, message)
-
-
-class InFlightLimit:
-    """Answers 429 to a request on ``prefixes`` while ``max_in_flight`` of them are running.
-
-    Counted on the event loop (no lock needed): a request holds its place from the end of
-    its head (once ``TokenGate`` let it through) to its response's last byte, so a client
-    sending its body slowly counts too.
-    """
-
-    def __init__(self, app: Any, *, max_in_flight: int, prefixes: Sequence[str]) -> None:
-        self.app = app
-        self.max_in_flight = max_in_flight
-        self.prefixes = tuple(prefixes)
-        self.in_flight = 0
-
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or not matches(scope["path"], self.prefixes):
-            await self.app(scope, receive, send)
-            return
-        if self.in_flight >= self.max_in_flight:
-            message = f"{self.max_in_flight} decisions in flight (http.max_concurrency); retry"
-            await refuse(send, 429, message)
-            return
-        self.in_flight += 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.in_flight -= 1
-
-
-class HeadLimit:
-    """Refuses a request whose line and headers exceed ``max_bytes`` (431, then close).
-
-    The server's parser bounds a head that arrives in pieces; one that arrives whole in a
-    single read is parsed whatever its size, so the bound is checked again here.
-    """
-
-    def __init__(self, app: Any, *, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and head_size(scope) > self.max_bytes:
-            message = f"request head larger than {self.max_bytes} bytes"
-            await refuse(send, 431, message, close=True)
-            return
-        await self.app(scope, receive, send)
 
 
 def head_size(scope: Scope) -> int:
@@ -158,12 +39,112 @@ def head_size(scope: Scope) -> int:
     return line + sum(len(name) + len(value) + 4 for name, value in scope.get("headers") or [])
 
 
-class TokenGate:
-    """Refuses a request on ``prefixes`` whose token may not ``scope`` (401, 403, 503) as soon
-    as its head has arrived: a caller without a token neither has its body read and parsed
-    nor takes a place among the decisions in flight. The routes check again (``require``).
-    Only ``POST`` is gated (every decision route is a POST): another method is answered by
-    the routes (405 naming the allowed ones, or 204 to ``OPTIONS``).
+def declared_too_large(scope: Scope, limit: int) -> bool:
+    """Whether the request declares a body over ``limit`` (or a Content-Length that is not a
+    number; each one counts, should there be several)."""
+    declared = (value for name, value in scope["headers"] if name == b"content-length")
+    return any(not value.isdigit() or int(value) > limit for value in declared)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def limited(app: Any, scope: Scope, receive: Any, send: Any, limit: int) -> None:
+    """Run ``app`` on a body of at most ``limit`` bytes, declared or streamed (else 413)."""
+    message = f"request body larger than {limit} bytes"
+    if declared_too_large(scope, limit):
+        await refuse(send, 413, message)
+        return
+    seen = 0
+    started = False
+
+    async def counted() -> Any:
+        nonlocal seen
+        received = await receive()
+        seen += len(received.get("body", b""))
+        if seen > limit:
+            raise _TooLarge
+        return received
+
+    async def tracked_send(sent: Any) -> None:
+        nonlocal started
+        started = started or sent["type"] == "http.response.start"
+        await send(sent)
+
+    try:
+        await app(scope, counted, tracked_send)
+    except _TooLarge:
+        if not started:
+            await refuse(send, 413, message)
+
+
+async def read_body(receive: Any, limit: int) -> bytes | None:
+    """The whole body, or None if it grows over ``limit`` bytes.
+
+    Raises:
+        ConnectionResetError: the client went away before sending it all.
+    """
+    chunks, seen = [], 0
+    while True:
+        received = await receive()
+        if received["type"] == "http.disconnect":
+            raise ConnectionResetError("the client went away")
+        chunk = received.get("body", b"")
+        seen += len(chunk)
+        if seen > limit:
+            return None
+        chunks.append(chunk)
+        if not received.get("more_body", False):
+            return b"".join(chunks)
+
+
+def replay(body: bytes, receive: Any) -> Any:
+    """A ``receive`` that gives ``body`` once (it was read already), then waits as ``receive``
+    does (for the client's disconnect)."""
+    given = False
+
+    async def again() -> Any:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return again
+
+
+class Gate:
+    """Every check that comes before a route, in one pure-ASGI middleware (no task, no
+    ``BaseHTTPMiddleware``), in this order:
+
+    1. the request head's size (431, then close): the server's parser bounds a head that
+       arrives in pieces; one that arrives whole in a single read is parsed whatever its
+       size, so the bound is checked again here;
+    2. on ``prefixes`` (the decision routes), a ``POST``'s token (401, 403, 503) as soon as
+       its head has arrived: a caller without a token neither has its body read nor takes a
+       place in flight. Another method is answered by the routes (405 naming the allowed
+       ones, or 204 to ``OPTIONS``); so is a POST to ``exempt`` (no POST route serves it);
+    3. on ``prefixes``, the place among the decisions in flight (429 past
+       ``max_in_flight``), held from the end of the head to the answer's last byte, so a
+       client sending its body slowly counts too; counted on the event loop, no lock;
+    4. the body's size, declared or streamed (413): ``decision_max_body_bytes`` on
+       ``prefixes``, ``max_body_bytes`` elsewhere.
+
+    Then a decision request the fast path takes (engine/http/fast.py) is answered there;
+    every other request goes on to ``app``. The routes check the token again (``require``).
+
+    Args:
+        app: the ASGI app.
+        auth: the tokens; ``decide`` is checked on ``prefixes``.
+        max_header_bytes: the request head's bound.
+        max_body_bytes: the body limit of every route but ``prefixes``.
+        decision_max_body_bytes: the body limit of ``prefixes``.
+        max_in_flight: decision requests handled at once.
+        prefixes: the decision routes' path prefixes.
+        exempt: path patterns under ``prefixes`` that no POST route serves (a GET listing);
+            the app fills the list once its routes are in.
+        fast: the fast path's routes.
     """
 
     def __init__(
@@ -171,32 +152,79 @@ class TokenGate:
         app: Any,
         *,
         auth: Auth,
-        scope: str,
+        max_header_bytes: int,
+        max_body_bytes: int,
+        decision_max_body_bytes: int,
+        max_in_flight: int,
         prefixes: Sequence[str],
         exempt: Sequence[Any] = (),
+        fast: Sequence[FastRoute] = (),
     ) -> None:
         self.app = app
         self.auth = auth
-        self.scope = scope
+        self.max_header_bytes = max_header_bytes
+        self.max_body_bytes = max_body_bytes
+        self.decision_max_body_bytes = decision_max_body_bytes
+        self.max_in_flight = max_in_flight
         self.prefixes = tuple(prefixes)
         self.exempt = exempt
-        """Path patterns under ``prefixes`` that no POST route serves (a GET listing): a POST
-        there is answered by the routes (405), not refused for its token. The app fills the
-        list once its routes are in."""
+        self.fast = tuple(fast)
+        self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        guarded = scope["type"] == "http" and scope["method"] == "POST"
-        if (
-            guarded
-            and matches(scope["path"], self.prefixes)
-            and not any(p.match(scope["path"]) for p in self.exempt)
-        ):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+        elif head_size(scope) > self.max_header_bytes:
+            message = f"request head larger than {self.max_header_bytes} bytes"
+            await refuse(send, 431, message, close=True)
+        elif not matches(scope["path"], self.prefixes):
+            await limited(self.app, scope, receive, send, self.max_body_bytes)
+        else:
+            await self.decision(scope, receive, send)
+
+    async def decision(self, scope: Scope, receive: Any, send: Any) -> None:
+        """A request on a decision route: token, place in flight, body limit, then the fast
+        path or the app."""
+        refusal = self.refusal(scope)
+        if refusal is not None:
+            await send_error(send, refusal)
+            return
+        self.in_flight += 1
+        try:
+            found = fast_match(self.fast, scope)
+            if found is None:
+                await limited(self.app, scope, receive, send, self.decision_max_body_bytes)
+            else:
+                await self.answer(found, scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+    def refusal(self, scope: Scope) -> ApiError | None:
+        """Why a decision request is refused before its body is read, or None."""
+        if scope["method"] == "POST" and not any(p.match(scope["path"]) for p in self.exempt):
             headers: dict[str, str] = {}
-            for name, value in scope.get("headers") or []:
+            for name, value in scope["headers"]:
                 headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
             try:
-                self.auth.check(self.scope, token_of(headers))
+                self.auth.check("decide", token_of(headers))
             except ApiError as error:
-                await send_error(send, error)
-                return
-        await self.app(scope, receive, send)
+                return error
+        if self.in_flight >= self.max_in_flight:
+            message = f"{self.max_in_flight} decisions in flight (http.max_concurrency); retry"
+            return ApiError(429, None, message, headers={"retry-after": "1"})
+        return None
+
+    async def answer(self, found: Matched, scope: Scope, receive: Any, send: Any) -> None:
+        """The fast path: read the body whole, answer it there, or hand it to the app."""
+        limit = self.decision_max_body_bytes
+        if declared_too_large(scope, limit):
+            await refuse(send, 413, f"request body larger than {limit} bytes")
+            return
+        try:
+            body = await read_body(receive, limit)
+        except ConnectionResetError:
+            return  # nobody to answer
+        if body is None:
+            await refuse(send, 413, f"request body larger than {limit} bytes")
+        elif not await found.answer(body, send):
+            await self.app(scope, replay(body, receive), send)

@@ -32,11 +32,13 @@ from engine.http.decisions import (
     changes,
     check_point,
     decide_batch,
+    fast_path,
     find_agent,
     strict_json,
 )
 from engine.http.decisions import evaluate as evaluate_point
 from engine.http.errors import ApiError, summarize
+from engine.http.fast import Answer, FastRoute, Params, take
 from engine.outcome import Outcome
 
 HOST = "opa"
@@ -146,49 +148,76 @@ def failed(error: ApiError) -> dict[str, Any]:
     }
 
 
+DATA_PATH = "/v1/data/hookengine/{agent}/{point}"
+BATCH_PATH = "/v1/batch/data/hookengine/{agent}/{point}"
+
+
+async def answer_data(engine: Any, agent: str, point: str, body: OpaIn) -> dict[str, Any]:
+    """The data route's answer: ``{decision_id, result}``."""
+    found, name = find_agent(engine, agent), check_point(point)
+    event, scope = split_input(body.input, SINGLE)
+    outcome = await run_in_threadpool(
+        evaluate_point, found, name, event, scope, host=HOST, at=SINGLE
+    )
+    return {"decision_id": outcome.id, "result": result(outcome, event)}
+
+
+async def answer_batch(
+    engine: Any, agent: str, point: str, body: OpaBatchIn
+) -> tuple[int, dict[str, Any]]:
+    """The batch route's status (200, or 207 if some input failed) and answer."""
+    found, name = find_agent(engine, agent), check_point(point)
+    items, answers = {}, {}
+    for key, data in body.inputs.items():
+        try:
+            items[key] = split_input(data, batch_place(key))
+        except ApiError as exc:
+            answers[key] = failed(exc)
+    done = await run_in_threadpool(decide_batch, found, name, items, host=HOST, at=batch_place)
+    for key, outcome in done.items():
+        if isinstance(outcome, ApiError):
+            answers[key] = failed(outcome)
+        else:
+            answers[key] = {
+                "http_status_code": "200",
+                "decision_id": outcome.id,
+                "result": result(outcome, items[key][0]),
+            }
+    answers = {key: answers[key] for key in body.inputs}
+    status = 207 if any(a["http_status_code"] != "200" for a in answers.values()) else 200
+    return status, {"batch_decision_id": str(uuid.uuid4()), "responses": answers}
+
+
 def router(engine: Any, authorize: Callable[..., Any]) -> APIRouter:
     """The OPA data API and EOPA's batch form under ``hookengine/{agent}/{point}``."""
     api = APIRouter(dependencies=[Depends(authorize), Depends(strict_json)], tags=["opa"])
 
-    @api.post(
-        "/v1/data/hookengine/{agent}/{point}", response_model=OpaOut, responses=DECISION_ERRORS
-    )
+    @api.post(DATA_PATH, response_model=OpaOut, responses=DECISION_ERRORS)
     async def data(agent: AgentPath, point: PointPath, body: OpaIn) -> JSONResponse:
         """Decide one point as OPA answers a data query: ``{decision_id, result}``."""
-        found, name = find_agent(engine, agent), check_point(point)
-        event, scope = split_input(body.input, SINGLE)
-        outcome = await run_in_threadpool(
-            evaluate_point, found, name, event, scope, host=HOST, at=SINGLE
-        )
-        return JSONResponse({"decision_id": outcome.id, "result": result(outcome, event)})
+        return JSONResponse(await answer_data(engine, agent, point, body))
 
-    @api.post(
-        "/v1/batch/data/hookengine/{agent}/{point}",
-        response_model=OpaBatchOut,
-        responses={**BATCH_MIXED, **DECISION_ERRORS},
-    )
+    @api.post(BATCH_PATH, response_model=OpaBatchOut, responses={**BATCH_MIXED, **DECISION_ERRORS})
     async def batch(agent: AgentPath, point: PointPath, body: OpaBatchIn) -> JSONResponse:
         """Decide up to 100 inputs (EOPA's batch API): 200, or 207 if some failed."""
-        found, name = find_agent(engine, agent), check_point(point)
-        items, answers = {}, {}
-        for key, data in body.inputs.items():
-            try:
-                items[key] = split_input(data, batch_place(key))
-            except ApiError as exc:
-                answers[key] = failed(exc)
-        done = await run_in_threadpool(decide_batch, found, name, items, host=HOST, at=batch_place)
-        for key, outcome in done.items():
-            if isinstance(outcome, ApiError):
-                answers[key] = failed(outcome)
-            else:
-                answers[key] = {
-                    "http_status_code": "200",
-                    "decision_id": outcome.id,
-                    "result": result(outcome, items[key][0]),
-                }
-        answers = {key: answers[key] for key in body.inputs}
-        status = 207 if any(a["http_status_code"] != "200" for a in answers.values()) else 200
-        body_out = {"batch_decision_id": str(uuid.uuid4()), "responses": answers}
-        return JSONResponse(body_out, status_code=status)
+        status, answer = await answer_batch(engine, agent, point, body)
+        return JSONResponse(answer, status_code=status)
 
     return api
+
+
+def fast_routes(engine: Any) -> list[FastRoute]:
+    """The OPA routes' fast path (engine/http/fast.py)."""
+
+    async def data(params: Params, given: Params, body: bytes) -> Answer | None:
+        taken = take(OpaIn, body)
+        return None if taken is None else (200, await answer_data(engine, **params, body=taken))
+
+    async def batch(params: Params, given: Params, body: bytes) -> Answer | None:
+        taken = take(OpaBatchIn, body)
+        return None if taken is None else await answer_batch(engine, **params, body=taken)
+
+    return [
+        FastRoute(fast_path(DATA_PATH), {}, data),
+        FastRoute(fast_path(BATCH_PATH), {}, batch),
+    ]

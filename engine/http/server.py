@@ -1,11 +1,13 @@
 """The HTTP service's uvicorn server, held against slow and hostile clients: a deadline to
 read each request, a connection cap, a bounded request head, query strings kept out of the
-access log. uvicorn is imported here and nowhere else in ``engine/``."""
+access log. uvicorn is imported here and in server_httptools.py (its httptools protocol),
+nowhere else in ``engine/``."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -25,20 +27,21 @@ _TOO_MANY = (
 
 
 class AdminConfig(uvicorn.Config):
-    """``uvicorn.Config`` plus what ``GuardedH11Protocol`` enforces."""
+    """``uvicorn.Config`` plus what the guarded protocols enforce."""
 
     def __init__(
         self, app: Any, *, read_timeout_s: float, max_connections: int, **options: Any
     ) -> None:
         # No websockets: the admin API has none, and an upgrade would hand the transport to
         # a protocol this deadline does not follow.
-        super().__init__(app, http=GuardedH11Protocol, ws="none", **options)
+        options.setdefault("http", guarded_protocol())
+        super().__init__(app, ws="none", **options)
         self.read_timeout_s = read_timeout_s
         self.max_connections = max_connections
 
 
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a read deadline and a connection cap.
+class ReadGuard:
+    """A read deadline and a connection cap, for a uvicorn HTTP protocol.
 
     uvicorn arms no timer while a request is being read: its keep-alive timer starts only
     after a response and stops at the first byte of the next request, so a client sending
@@ -46,7 +49,76 @@ class GuardedH11Protocol(H11Protocol):
     when the connection opens, or when a response ends, and stops only once the whole
     request (line, headers, body) has arrived; more bytes do not extend it. Both refusals
     are logged on ``uvicorn.error``, which ``serve`` shows with the server's own messages.
+
+    The protocol says whether the peer is still sending a request (``reading``) and whether
+    a new one has begun (``started``), and calls ``_watch_read`` as its state changes.
     """
+
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+    connections: set[Any]
+    logger: logging.Logger
+    client: tuple[str, int] | None
+    timeout_keep_alive_handler: Callable[[], None]
+
+    def _guard(self, config: AdminConfig) -> None:
+        self.read_timeout_s = config.read_timeout_s
+        self.max_connections = config.max_connections
+        self.read_deadline: asyncio.TimerHandle | None = None
+        self.answered = 0
+
+    def reading(self) -> bool:
+        raise NotImplementedError
+
+    def started(self) -> bool:
+        raise NotImplementedError
+
+    def _over_cap(self) -> bool:
+        """Refuse the connection just made if it is one too many; whether it was."""
+        if len(self.connections) <= self.max_connections:
+            return False
+        self.connections.discard(self)
+        self.logger.warning(
+            "refused a connection from %s: %d connections open (http.max_connections)",
+            _peer(self.client),
+            len(self.connections),
+        )
+        self.transport.write(_TOO_MANY)
+        self.transport.close()
+        return True
+
+    def _watch_read(self) -> None:
+        """Arm the deadline while a request is being read; stop it once it has all come."""
+        if not self.reading() or self.transport.is_closing():
+            self._stop_deadline()
+        elif self.read_deadline is None:
+            self.read_deadline = self.loop.call_later(self.read_timeout_s, self._read_too_slow)
+
+    def _stop_deadline(self) -> None:
+        if self.read_deadline is not None:
+            self.read_deadline.cancel()
+            self.read_deadline = None
+
+    def _read_too_slow(self) -> None:
+        self.read_deadline = None
+        if self.answered and not self.started() and not self.transport.get_write_buffer_size():
+            # An idle keep-alive connection owing nothing either way: closed quietly, as
+            # uvicorn's own keep-alive timer closes one; only hostile-looking ones are logged.
+            self.timeout_keep_alive_handler()
+            return
+        self.logger.info(
+            "closed a connection from %s: no whole request within %s s",
+            _peer(self.client),
+            self.read_timeout_s,
+        )
+        # abort, not close: close would wait to flush to a peer that may not be reading.
+        self.transport.abort()
+
+
+class GuardedH11Protocol(ReadGuard, H11Protocol):
+    """uvicorn's h11 protocol with the read deadline and the connection cap (``ReadGuard``);
+    the request head is bounded by h11 itself (``h11_max_incomplete_event_size``). Used where
+    httptools is not installed."""
 
     def __init__(
         self,
@@ -56,17 +128,18 @@ class GuardedH11Protocol(H11Protocol):
         _loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
-        self.read_timeout_s = config.read_timeout_s
-        self.max_connections = config.max_connections
-        self.read_deadline: asyncio.TimerHandle | None = None
-        self.answered = 0
+        self._guard(config)
+
+    def reading(self) -> bool:
+        return self.conn.their_state in _READING
+
+    def started(self) -> bool:
+        return bool(self.conn.trailing_data[0]) or self.conn.their_state is h11.SEND_BODY
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.max_connections:
-            self._refuse()
-            return
-        self._watch_read()
+        if not self._over_cap():
+            self._watch_read()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -81,44 +154,15 @@ class GuardedH11Protocol(H11Protocol):
         self._stop_deadline()
         super().connection_lost(exc)
 
-    def _watch_read(self) -> None:
-        """Arm the deadline while a request is being read; stop it once it has all come."""
-        reading = self.conn.their_state in _READING and not self.transport.is_closing()
-        if not reading:
-            self._stop_deadline()
-        elif self.read_deadline is None:
-            self.read_deadline = self.loop.call_later(self.read_timeout_s, self._read_too_slow)
 
-    def _stop_deadline(self) -> None:
-        if self.read_deadline is not None:
-            self.read_deadline.cancel()
-            self.read_deadline = None
-
-    def _read_too_slow(self) -> None:
-        self.read_deadline = None
-        started = bool(self.conn.trailing_data[0]) or self.conn.their_state is h11.SEND_BODY
-        if self.answered and not started and not self.transport.get_write_buffer_size():
-            # An idle keep-alive connection owing nothing either way: closed quietly, as
-            # uvicorn's own keep-alive timer closes one; only hostile-looking ones are logged.
-            self.timeout_keep_alive_handler()
-            return
-        self.logger.info(
-            "closed a connection from %s: no whole request within %s s",
-            _peer(self.client),
-            self.read_timeout_s,
-        )
-        # abort, not close: close would wait to flush to a peer that may not be reading.
-        self.transport.abort()
-
-    def _refuse(self) -> None:
-        self.connections.discard(self)
-        self.logger.warning(
-            "refused a connection from %s: %d connections open (http.max_connections)",
-            _peer(self.client),
-            len(self.connections),
-        )
-        self.transport.write(_TOO_MANY)
-        self.transport.close()
+def guarded_protocol() -> type[asyncio.Protocol]:
+    """The guarded protocol on httptools when it is installed (the ``http`` extra brings it),
+    else on h11."""
+    try:
+        from engine.http.server_httptools import GuardedHttpToolsProtocol
+    except ImportError:
+        return GuardedH11Protocol
+    return GuardedHttpToolsProtocol
 
 
 def _peer(client: tuple[str, int] | None) -> str:
