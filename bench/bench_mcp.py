@@ -12,11 +12,15 @@ server (``@modelcontextprotocol/server-filesystem``, from tests/fixtures/node):
   redaction at ``tool_result`` (``host.redact`` over every string of the result: the key is
   redacted on every call);
 - ``gateway-full``: the same guard, and the repository's ``redact_secrets.js`` (fifteen
-  secret patterns, escapes and look-alike characters folded first) as the redaction.
+  secret patterns, escapes and look-alike characters folded first) as the redaction;
+- ``gateway-none``: ``hookengine mcp-proxy`` whose agent has no hook at ``tool_call`` nor
+  ``tool_result`` (one ``inject`` hook elsewhere, records off): the gateway's own cost, with
+  no script run (``tool_call`` is still evaluated, ``tool_result`` is not).
 
 One Python ``Client`` (legacy handshake) per server, all connected at once; the calls go round
-robin (direct, bare, gateway, gateway-full, ...), so machine noise falls on all alike. Every
-gateway answer is checked (redacted, not an error). Target: gateway p50 <= bare p50 + 1 ms.
+robin (direct, bare, gateway, gateway-full, gateway-none, ...), so machine noise falls on
+all alike. Every gateway answer is checked (redacted where the agent redacts, not an error).
+Target: gateway p50 <= bare p50 + 1 ms.
 
 Then, for the breakdown, the two evaluations each gateway call makes (``atool_call`` and
 ``atool_result`` on the same event) are timed in this process, without MCP: what the hooks
@@ -78,6 +82,7 @@ function on_tool_result(event, host) { return { result: clean(event.result, host
 HOOKS = "hook_files: [hooks/guard.yaml, hooks/redact.yaml]\n"
 GUARD_YAML = "kind: script_hook\nname: guard\nscript: ../../../guard.js\npoints: [tool_call]\n"
 REDACT_YAML = "kind: script_hook\nname: redact\nscript: {}\npoints: [tool_result]\n"
+ELSEWHERE_YAML = "kind: inject\nname: hello\nmessages:\n  - {role: system, content: hello}\n"
 PROJECT = {
     "engine.yaml": "records:\n  enabled: false\nscripts:\n  workers: 1\n",
     "guard.js": GUARD,
@@ -88,8 +93,11 @@ PROJECT = {
     "agents/fs_full/agent.yaml": HOOKS,
     "agents/fs_full/hooks/guard.yaml": GUARD_YAML,
     "agents/fs_full/hooks/redact.yaml": REDACT_YAML.format("../../../redact_secrets.js"),
+    "agents/fs_none/agent.yaml": "hook_files: [hooks/hello.yaml]\n",
+    "agents/fs_none/hooks/hello.yaml": ELSEWHERE_YAML,
 }
-"""Agent ``fs``: the guard and the lean redaction; ``fs_full``: the guard and redact_secrets.js."""
+"""Agent ``fs``: the guard and the lean redaction; ``fs_full``: the guard and redact_secrets.js;
+``fs_none``: a hook at ``before_user_message`` only (none at the tool points)."""
 
 
 # -- the bare pass-through proxy (run as: bench_mcp.py --bare -- CMD ARGS) -------------------
@@ -154,6 +162,7 @@ def servers(config: Path, files: Path) -> dict[str, StdioServerParameters]:
         ),
         "gateway": gateway("fs"),
         "gateway-full": gateway("fs_full"),
+        "gateway-none": gateway("fs_none"),
     }
 
 
@@ -216,7 +225,7 @@ async def engine_cost(calls: int, warmup: int) -> dict[str, list[float]]:
 def check(name: str, result: types.CallToolResult) -> None:
     text = result.content[0].text if result.content[0].type == "text" else ""
     redacted = SECRET not in text and "[REDACTED]" in text
-    if result.is_error or redacted != name.startswith("gateway"):
+    if result.is_error or redacted != (name in ("gateway", "gateway-full")):
         raise SystemExit(f"{name}: wrong answer: {result}")
 
 
@@ -244,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
         added = (statistics.median(times[name]) - bare) * 1e3
         verdict = "met" if added <= TARGET_MS else "MISSED"
         print(f"{name} p50 - bare p50 = {added:+.3f} ms (target <= +{TARGET_MS:g} ms: {verdict})")
+    own = (statistics.median(times["gateway-none"]) - bare) * 1e3
+    print(f"gateway-none p50 - bare p50 = {own:+.3f} ms (the gateway without scripts)")
     hooks = anyio.run(engine_cost, args.calls, args.warmup)
     for agent, spent in hooks.items():
         p50 = statistics.median(spent) * 1e3
