@@ -48,6 +48,7 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from engine.boundary import CUT_KEY
 from engine.points import Point
 
 if TYPE_CHECKING:
@@ -449,6 +450,8 @@ def result_from_change(value: Any, stubs: _Stubs | None = None) -> types.CallToo
     if not isinstance(value.get("isError", False), bool):
         raise ValueError(f"isError: must be true or false, not {_kind(value['isError'])}")
     unknown = sorted(set(value) - {"content", "structuredContent", "isError"})
+    if CUT_KEY in unknown:  # the boundary cut the result to fit the event (docs/points.md)
+        raise ValueError("the result is over the event's size cap, and was cut for the hooks")
     if unknown:
         raise ValueError(f"{unknown[0]}: is not a field of a tool result")
     data = dict(value)
