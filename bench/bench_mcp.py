@@ -24,7 +24,9 @@ Target: gateway p50 <= bare p50 + 1 ms.
 
 Then, for the breakdown, the two evaluations each gateway call makes (``atool_call`` and
 ``atool_result`` on the same event) are timed in this process, without MCP: what the hooks
-cost, against what the gateway adds in all.
+cost, against what the gateway adds in all; and the gateway's own work on a redacted result
+(the result as hooks see it, the replacement rebuilt, its ``outputSchema`` check against the
+server's own ``read_text_file`` tool).
 
 Run: python bench/bench_mcp.py [--calls N]
 """
@@ -166,7 +168,8 @@ def servers(config: Path, files: Path) -> dict[str, StdioServerParameters]:
     }
 
 
-async def run(calls: int, warmup: int) -> dict[str, list[float]]:
+async def run(calls: int, warmup: int) -> tuple[dict[str, list[float]], types.Tool]:
+    """Seconds per call of every server, and the server's ``read_text_file`` tool."""
     root = Path(tempfile.mkdtemp(prefix="bench-mcp-"))
     try:
         config, files = write_project(root)
@@ -177,7 +180,8 @@ async def run(calls: int, warmup: int) -> dict[str, list[float]]:
                 for name, params in servers(config, files).items()
             }
             for client in clients.values():
-                await client.list_tools()
+                listed = await client.list_tools()
+            tool = next(tool for tool in listed.tools if tool.name == "read_text_file")
             times: dict[str, list[float]] = {name: [] for name in clients}
             for i in range(warmup + calls):
                 for name, client in clients.items():
@@ -187,7 +191,7 @@ async def run(calls: int, warmup: int) -> dict[str, list[float]]:
                     check(name, result)
                     if i >= warmup:
                         times[name].append(spent)
-            return times
+            return times, tool
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -222,6 +226,35 @@ async def engine_cost(calls: int, warmup: int) -> dict[str, list[float]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+async def gateway_cost(calls: int, warmup: int, tool: types.Tool) -> list[float]:
+    """Seconds per call of the gateway's own work on agent ``fs``'s redacted result."""
+    from engine import Engine
+    from engine.integrations.mcp import Gateway, GatewayOptions, result_event, result_from_change
+
+    root = Path(tempfile.mkdtemp(prefix="bench-mcp-"))
+    try:
+        config, files = write_project(root)
+        arguments = {"path": str(files / "config.env")}
+        text = (files / "config.env").read_text("utf-8")
+        block = types.TextContent(type="text", text=text)
+        result = types.CallToolResult(content=[block], structured_content={"content": text})
+        with Engine.load(config, db=":memory:") as engine:
+            gateway = Gateway(engine, GatewayOptions(agent="fs", command=(str(SERVER),)))
+            gateway.tools[tool.name] = tool
+            seen, _ = result_event(result)
+            out = await engine.agent("fs").atool_result(tool.name, arguments, seen, host="mcp")
+            spent = []
+            for i in range(warmup + calls):
+                begin = time.perf_counter()
+                seen, stubs = result_event(result)
+                await gateway._check_output(tool.name, result_from_change(out.result, stubs))
+                if i >= warmup:
+                    spent.append(time.perf_counter() - begin)
+            return spent
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def check(name: str, result: types.CallToolResult) -> None:
     text = result.content[0].text if result.content[0].type == "text" else ""
     redacted = SECRET not in text and "[REDACTED]" in text
@@ -242,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not SERVER.exists():
         raise SystemExit(f"{SERVER} is missing: cd tests/fixtures/node && npm ci")
-    times = anyio.run(run, args.calls, args.warmup)
+    times, tool = anyio.run(run, args.calls, args.warmup)
     print(f"read_text_file, {args.calls} calls per server, round robin")
     print(f"{'server':<13} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}")
     for name, spent in times.items():
@@ -259,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     for agent, spent in hooks.items():
         p50 = statistics.median(spent) * 1e3
         print(f"in process, agent {agent}: tool_call + tool_result p50 = {p50:.3f} ms")
+    own = statistics.median(anyio.run(gateway_cost, args.calls, args.warmup, tool)) * 1e3
+    print(f"in process, the gateway's own work on a redacted result p50 = {own:.3f} ms")
     return 0
 
 
