@@ -12,15 +12,21 @@ server (``@modelcontextprotocol/server-filesystem``, from tests/fixtures/node):
   redaction at ``tool_result`` (``host.redact`` over every string of the result: the key is
   redacted on every call);
 - ``gateway-full``: the same guard, and the repository's ``redact_secrets.js`` (fifteen
-  secret patterns, escapes and look-alike characters folded first) as the redaction.
+  secret patterns, escapes and look-alike characters folded first) as the redaction;
+- ``gateway-none``: ``hookengine mcp-proxy`` whose agent has no hook at ``tool_call`` nor
+  ``tool_result`` (one ``inject`` hook elsewhere, records off): the gateway's own cost, with
+  no script run (``tool_call`` is still evaluated, ``tool_result`` is not).
 
 One Python ``Client`` (legacy handshake) per server, all connected at once; the calls go round
-robin (direct, bare, gateway, gateway-full, ...), so machine noise falls on all alike. Every
-gateway answer is checked (redacted, not an error). Target: gateway p50 <= bare p50 + 1 ms.
+robin (direct, bare, gateway, gateway-full, gateway-none, ...), so machine noise falls on
+all alike. Every gateway answer is checked (redacted where the agent redacts, not an error).
+Target: gateway p50 <= bare p50 + 1 ms.
 
 Then, for the breakdown, the two evaluations each gateway call makes (``atool_call`` and
 ``atool_result`` on the same event) are timed in this process, without MCP: what the hooks
-cost, against what the gateway adds in all.
+cost, against what the gateway adds in all; and the gateway's own work on a redacted result
+(the result as hooks see it, the replacement rebuilt, its ``outputSchema`` check against the
+server's own ``read_text_file`` tool).
 
 Run: python bench/bench_mcp.py [--calls N]
 """
@@ -78,6 +84,7 @@ function on_tool_result(event, host) { return { result: clean(event.result, host
 HOOKS = "hook_files: [hooks/guard.yaml, hooks/redact.yaml]\n"
 GUARD_YAML = "kind: script_hook\nname: guard\nscript: ../../../guard.js\npoints: [tool_call]\n"
 REDACT_YAML = "kind: script_hook\nname: redact\nscript: {}\npoints: [tool_result]\n"
+ELSEWHERE_YAML = "kind: inject\nname: hello\nmessages:\n  - {role: system, content: hello}\n"
 PROJECT = {
     "engine.yaml": "records:\n  enabled: false\nscripts:\n  workers: 1\n",
     "guard.js": GUARD,
@@ -88,8 +95,11 @@ PROJECT = {
     "agents/fs_full/agent.yaml": HOOKS,
     "agents/fs_full/hooks/guard.yaml": GUARD_YAML,
     "agents/fs_full/hooks/redact.yaml": REDACT_YAML.format("../../../redact_secrets.js"),
+    "agents/fs_none/agent.yaml": "hook_files: [hooks/hello.yaml]\n",
+    "agents/fs_none/hooks/hello.yaml": ELSEWHERE_YAML,
 }
-"""Agent ``fs``: the guard and the lean redaction; ``fs_full``: the guard and redact_secrets.js."""
+"""Agent ``fs``: the guard and the lean redaction; ``fs_full``: the guard and redact_secrets.js;
+``fs_none``: a hook at ``before_user_message`` only (none at the tool points)."""
 
 
 # -- the bare pass-through proxy (run as: bench_mcp.py --bare -- CMD ARGS) -------------------
@@ -154,10 +164,12 @@ def servers(config: Path, files: Path) -> dict[str, StdioServerParameters]:
         ),
         "gateway": gateway("fs"),
         "gateway-full": gateway("fs_full"),
+        "gateway-none": gateway("fs_none"),
     }
 
 
-async def run(calls: int, warmup: int) -> dict[str, list[float]]:
+async def run(calls: int, warmup: int) -> tuple[dict[str, list[float]], types.Tool]:
+    """Seconds per call of every server, and the server's ``read_text_file`` tool."""
     root = Path(tempfile.mkdtemp(prefix="bench-mcp-"))
     try:
         config, files = write_project(root)
@@ -168,7 +180,8 @@ async def run(calls: int, warmup: int) -> dict[str, list[float]]:
                 for name, params in servers(config, files).items()
             }
             for client in clients.values():
-                await client.list_tools()
+                listed = await client.list_tools()
+            tool = next(tool for tool in listed.tools if tool.name == "read_text_file")
             times: dict[str, list[float]] = {name: [] for name in clients}
             for i in range(warmup + calls):
                 for name, client in clients.items():
@@ -178,7 +191,7 @@ async def run(calls: int, warmup: int) -> dict[str, list[float]]:
                     check(name, result)
                     if i >= warmup:
                         times[name].append(spent)
-            return times
+            return times, tool
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -213,10 +226,39 @@ async def engine_cost(calls: int, warmup: int) -> dict[str, list[float]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+async def gateway_cost(calls: int, warmup: int, tool: types.Tool) -> list[float]:
+    """Seconds per call of the gateway's own work on agent ``fs``'s redacted result."""
+    from engine import Engine
+    from engine.integrations.mcp import Gateway, GatewayOptions, result_event, result_from_change
+
+    root = Path(tempfile.mkdtemp(prefix="bench-mcp-"))
+    try:
+        config, files = write_project(root)
+        arguments = {"path": str(files / "config.env")}
+        text = (files / "config.env").read_text("utf-8")
+        block = types.TextContent(type="text", text=text)
+        result = types.CallToolResult(content=[block], structured_content={"content": text})
+        with Engine.load(config, db=":memory:") as engine:
+            gateway = Gateway(engine, GatewayOptions(agent="fs", command=(str(SERVER),)))
+            gateway.tools[tool.name] = tool
+            seen, _ = result_event(result)
+            out = await engine.agent("fs").atool_result(tool.name, arguments, seen, host="mcp")
+            spent = []
+            for i in range(warmup + calls):
+                begin = time.perf_counter()
+                seen, stubs = result_event(result)
+                await gateway._check_output(tool.name, result_from_change(out.result, stubs))
+                if i >= warmup:
+                    spent.append(time.perf_counter() - begin)
+            return spent
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def check(name: str, result: types.CallToolResult) -> None:
     text = result.content[0].text if result.content[0].type == "text" else ""
     redacted = SECRET not in text and "[REDACTED]" in text
-    if result.is_error or redacted != name.startswith("gateway"):
+    if result.is_error or redacted != (name in ("gateway", "gateway-full")):
         raise SystemExit(f"{name}: wrong answer: {result}")
 
 
@@ -233,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not SERVER.exists():
         raise SystemExit(f"{SERVER} is missing: cd tests/fixtures/node && npm ci")
-    times = anyio.run(run, args.calls, args.warmup)
+    times, tool = anyio.run(run, args.calls, args.warmup)
     print(f"read_text_file, {args.calls} calls per server, round robin")
     print(f"{'server':<13} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8}")
     for name, spent in times.items():
@@ -244,10 +286,14 @@ def main(argv: list[str] | None = None) -> int:
         added = (statistics.median(times[name]) - bare) * 1e3
         verdict = "met" if added <= TARGET_MS else "MISSED"
         print(f"{name} p50 - bare p50 = {added:+.3f} ms (target <= +{TARGET_MS:g} ms: {verdict})")
+    own = (statistics.median(times["gateway-none"]) - bare) * 1e3
+    print(f"gateway-none p50 - bare p50 = {own:+.3f} ms (the gateway without scripts)")
     hooks = anyio.run(engine_cost, args.calls, args.warmup)
     for agent, spent in hooks.items():
         p50 = statistics.median(spent) * 1e3
         print(f"in process, agent {agent}: tool_call + tool_result p50 = {p50:.3f} ms")
+    own = statistics.median(anyio.run(gateway_cost, args.calls, args.warmup, tool)) * 1e3
+    print(f"in process, the gateway's own work on a redacted result p50 = {own:.3f} ms")
     return 0
 
 

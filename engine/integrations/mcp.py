@@ -17,7 +17,8 @@ tool_result     the hooks see ``{content, structuredContent, isError}`` (binary 
                 ``{type, mimeType, bytes}`` stubs unless ``include_binary``). A replacement
                 must be a valid ``CallToolResult`` whose ``structuredContent`` fits the
                 ``outputSchema``; a replacement that does not, a block and a failed hook
-                withhold the result (``is_error`` with the cause).
+                withhold the result (``is_error`` with the cause). An agent with no hook at
+                ``tool_result`` and no records is not asked: nothing would look at the result.
 ==============  ==============================================================================
 
 A refusal is always a ``CallToolResult`` with ``is_error``, never a raised error: that would
@@ -47,12 +48,15 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from engine.boundary import CUT_KEY
+from engine.points import Point
+
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
 
     from engine.outcome import Outcome
-    from engine.runtime import Engine
+    from engine.runtime import Agent, Engine
 
 HOST = "mcp"
 """The engine's host profile for the gateway (engine/hosts.py)."""
@@ -125,7 +129,8 @@ class Gateway:
         """The session id hooks see for a client without one of its own (stdio: the only one)."""
         self._sessions: dict[str, ServerSession] = {}
         """Per client session, its latest request's session: notices go out through it."""
-        self._validators: dict[int, Any] = {}
+        self._validators: dict[tuple[str, str], tuple[Mapping[str, Any], Any]] = {}
+        """Per tool and schema kind, the schema last checked against and its validator."""
 
     # -- the server ---------------------------------------------------------------------------
 
@@ -231,9 +236,12 @@ class Gateway:
         scope: dict[str, Any],
     ) -> types.CallToolResult:
         """``result`` as the hooks leave it, or withheld when they fail or leave it invalid."""
+        agent = self._agent()
+        if not _evaluates(agent, Point.TOOL_RESULT):
+            return result
         seen, stubs = result_event(result, include_binary=self.options.include_binary)
         try:
-            out = await self._agent().atool_result(name, arguments, seen, host=HOST, **scope)
+            out = await agent.atool_result(name, arguments, seen, host=HOST, **scope)
         except Exception as exc:  # the edge: an unchecked result is withheld
             log.exception("tool_result %s: the check failed", name)
             return self._withheld(describe(exc))
@@ -243,7 +251,8 @@ class Gateway:
             return result
         try:
             replaced = result_from_change(out.result, stubs)
-            await self._check_output(name, replaced)
+            if not _same_structure(replaced, result):
+                await self._check_output(name, replaced)
         except ValueError as exc:
             return self._withheld(f"a hook's replacement result is not valid: {exc}")
         return replaced
@@ -253,7 +262,7 @@ class Gateway:
         tool = await self._tool(name)
         if tool is None:
             return f"the input was rewritten, but the tool {name!r} is not listed to check it"
-        error = self._schema_error(tool.input_schema, arguments)
+        error = self._schema_error(name, "input", tool.input_schema, arguments)
         if error is None:
             return None
         return f"a hook rewrote the input of {name!r} so that it does not fit the tool: {error}"
@@ -265,15 +274,21 @@ class Gateway:
             return
         if result.structured_content is None:
             raise ValueError("structuredContent is missing, and the tool has an outputSchema")
-        error = self._schema_error(schema, result.structured_content)
+        error = self._schema_error(name, "output", schema, result.structured_content)
         if error is not None:
             raise ValueError(f"structuredContent does not fit the outputSchema: {error}")
 
-    def _schema_error(self, schema: Mapping[str, Any], value: Any) -> str | None:
-        validator = self._validators.get(id(schema))
-        if validator is None:
-            cls = jsonschema.validators.validator_for(schema)
-            validator = self._validators[id(schema)] = cls(schema)
+    def _schema_error(
+        self, name: str, kind: str, schema: Mapping[str, Any], value: Any
+    ) -> str | None:
+        """Why ``value`` does not fit ``schema`` (None: it fits), with the validator built
+        once per schema: a re-listed tool brings a new schema object, which gets its own."""
+        cached = self._validators.get((name, kind))
+        if cached is not None and cached[0] is schema:
+            validator = cached[1]
+        else:
+            validator = jsonschema.validators.validator_for(schema)(schema)
+            self._validators[(name, kind)] = (schema, validator)
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
         if error is None:
             return None
@@ -336,7 +351,7 @@ class Gateway:
         call_id = str(ctx.request_id) if ctx.request_id is not None else None
         return {"user_id": self.options.user_id, "session_id": session, "call_id": call_id}
 
-    def _agent(self) -> Any:
+    def _agent(self) -> Agent:
         return self.engine.agent(self.options.agent)
 
     def _client(self) -> Client:
@@ -435,6 +450,8 @@ def result_from_change(value: Any, stubs: _Stubs | None = None) -> types.CallToo
     if not isinstance(value.get("isError", False), bool):
         raise ValueError(f"isError: must be true or false, not {_kind(value['isError'])}")
     unknown = sorted(set(value) - {"content", "structuredContent", "isError"})
+    if CUT_KEY in unknown:  # the boundary cut the result to fit the event (docs/points.md)
+        raise ValueError("the result is over the event's size cap, and was cut for the hooks")
     if unknown:
         raise ValueError(f"{unknown[0]}: is not a field of a tool result")
     data = dict(value)
@@ -467,6 +484,24 @@ def _result_reason(out: Outcome) -> str:
     if isinstance(out.result, str) and out.result.strip():
         return out.result
     return out.reason or "blocked by policy"
+
+
+def _evaluates(agent: Agent, point: Point) -> bool:
+    """Whether evaluating ``point`` can change or record anything: the agent's pipeline has
+    a hook there, or writes a record of every evaluation."""
+    pipeline = agent.pipeline
+    return bool(pipeline.by_point[point]) or pipeline.records.enabled
+
+
+def _same_structure(replaced: types.CallToolResult, original: types.CallToolResult) -> bool:
+    """Whether a replacement kept the server's own ``structuredContent``, which this
+    gateway's client already checked against the ``outputSchema`` (it checks a result that
+    is no error, so an error turned into a success is checked again)."""
+    return (
+        not original.is_error
+        and original.structured_content is not None
+        and replaced.structured_content == original.structured_content
+    )
 
 
 def _error_result(text: str) -> types.CallToolResult:

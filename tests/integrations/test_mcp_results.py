@@ -41,6 +41,7 @@ def test_include_binary_hands_the_data_itself() -> None:
         ({"content": [], "extra": 1}, "extra: is not a field of a tool result"),
         ({"content": [{"type": "image", "bytes": 4}]}, "content.0"),
         ({"content": [], "isError": "yes"}, "isError: must be true or false, not str"),
+        ({"content": [], "[cut]": "1 more keys"}, "the result is over the event's size cap"),
     ],
 )
 def test_a_replacement_that_is_no_call_tool_result_names_the_field(
