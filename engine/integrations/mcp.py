@@ -104,6 +104,22 @@ class UpstreamDied(Exception):
     """The upstream server could not answer a call (its process ended or its pipe broke)."""
 
 
+class UpstreamMisfit(Exception):
+    """The upstream's result does not fit the ``outputSchema`` it declared for the tool.
+
+    The gateway's MCP client checks that itself and raises a plain ``RuntimeError``; left to
+    itself that error would reach the caller as a JSON-RPC error, which clients drop.
+    """
+
+
+_CLIENT_CHECKS = (
+    "Invalid structured content returned by tool",
+    "Invalid schema for tool",
+    "has an output schema but did not return structured content",
+)
+"""What the MCP client's own result checks say in their ``RuntimeError`` (validate_tool_result)."""
+
+
 class Gateway:
     """One upstream MCP server, fronted by an MCP server whose tool calls an agent decides.
 
@@ -200,6 +216,9 @@ class Gateway:
             return await self._checked_result(name, arguments, result, scope)
         except UpstreamDied as exc:
             return self._stop(str(exc))
+        except UpstreamMisfit as exc:
+            log.warning("tools/call %s: %s", name, exc)
+            return self._withheld(str(exc))
         except ValidationError as exc:  # the upstream's answer is no CallToolResult
             log.warning("tools/call %s: the upstream's answer is not valid: %s", name, exc)
             return self._withheld("the upstream server's answer is not a valid tool result")
@@ -227,6 +246,13 @@ class Gateway:
             raise
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
             raise UpstreamDied(f"the upstream server is gone ({type(exc).__name__})") from exc
+        except RuntimeError as exc:
+            if not any(check in str(exc) for check in _CLIENT_CHECKS):
+                raise
+            first = str(exc).splitlines()[0]
+            raise UpstreamMisfit(
+                f"the upstream server's result does not fit the tool's outputSchema ({first})"
+            ) from exc
 
     async def _checked_result(
         self,

@@ -3,7 +3,8 @@ never does: progress, a tool that never ends, ``tools/list_changed`` and an imag
 
 Tools: ``count`` (three progress notices, then "counted"), ``slow`` (progress, then waits
 until cancelled), ``change`` (sends ``tools/list_changed``), ``picture`` (a PNG block),
-``marker`` (the value of ``$HOOKENGINE_TEST_MARKER`` in its environment, or "absent").
+``marker`` (the value of ``$HOOKENGINE_TEST_MARKER`` in its environment, or "absent"),
+``misfit`` (declares an ``outputSchema`` and answers structured content that does not fit it).
 """
 
 from __future__ import annotations
@@ -23,6 +24,17 @@ PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(40))).decode()
 TOOLS = [
     types.Tool(name=name, description=name, input_schema={"type": "object"})
     for name in ("count", "slow", "change", "picture", "marker")
+] + [
+    types.Tool(
+        name="misfit",
+        description="misfit",
+        input_schema={"type": "object"},
+        output_schema={
+            "type": "object",
+            "properties": {"count": {"type": "integer"}},
+            "required": ["count"],
+        },
+    )
 ]
 
 
@@ -44,6 +56,11 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     if params.name == "marker":
         text = os.environ.get("HOOKENGINE_TEST_MARKER", "absent")
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+    if params.name == "misfit":
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text="many")],
+            structured_content={"count": "many"},
+        )
     return types.CallToolResult(content=[types.TextContent(type="text", text=params.name + "ed")])
 
 

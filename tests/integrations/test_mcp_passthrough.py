@@ -157,3 +157,22 @@ def test_hooks_reload_with_watch(tmp_path: Path) -> None:
                     await anyio.sleep(0.1)
 
     anyio.run(session)
+
+
+def test_an_upstream_result_that_misfits_its_output_schema_is_withheld_as_a_tool_error(
+    tmp_path: Path,
+) -> None:
+    # The gateway's own client checks the upstream's structuredContent and raises on a misfit;
+    # the caller must get an is_error result naming it, not a JSON-RPC error it would drop.
+    server, log = gateway(tmp_path)
+
+    async def session() -> Any:
+        async with Client(server, mode="legacy") as client:
+            return await client.call_tool("misfit", {})
+
+    result = anyio.run(session)
+    assert result.is_error is True
+    text = result.content[0].text
+    assert "outputSchema" in text and "misfit" in text, text
+    assert "'many' is not of type 'integer'" in text, text
+    assert calls_upstream(log) == 1
