@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
+from copy import copy
 from enum import StrEnum
-from typing import Any, Literal
+from functools import partial
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine.boundary import normalize_host_value
+from engine.boundary import normalize_host_value, plain_copy
 from engine.errors import EventError, InputError, PluginError, phrase, unknown_field
 
 
@@ -74,6 +77,34 @@ class Scope(BaseModel):
             if value:
                 return f"{kind.removesuffix('_id')}:{value}"
         return "process:default"
+
+
+_SCOPES: dict[tuple[str | None, ...], Scope] = {}
+"""The scopes ``scope_of`` made, by their values (a few thousand at most: cleared when full)."""
+_SCOPES_KEPT = 4096
+
+
+def scope_of(data: Any) -> Scope:
+    """``Scope.model_validate(data or {})``, made once per distinct scope: an event's scope is
+    a dict of all four keys (``make_event``), and a Scope is a frozen value.
+
+    Raises:
+        ValidationError: ``data`` is not a scope.
+    """
+    if type(data) is not dict or data.keys() != _SCOPE_SET:
+        return Scope.model_validate(data or {})
+    key = (data["user_id"], data["session_id"], data["template"], data["process"])
+    scope = _SCOPES.get(key)
+    if scope is None:
+        scope = Scope.model_validate(data)
+        if len(_SCOPES) >= _SCOPES_KEPT:
+            _SCOPES.clear()
+        _SCOPES[key] = scope
+    return scope
+
+
+_SCOPE_KEYS = ("user_id", "session_id", "template", "process")
+_SCOPE_SET = frozenset(_SCOPE_KEYS)
 
 
 class Message(BaseModel):
@@ -183,6 +214,7 @@ ID_CAP = 256
 """Characters of an identifier the host passes: turn_id, call_id, time, each scope value."""
 _IDS = ("turn_id", "call_id", "time")
 _JSON_TYPES = (str, int, float, bool, type(None), dict, list, tuple)
+_EXACT_TYPES = frozenset(_JSON_TYPES)
 
 
 def make_event(point: Point, **fields: Any) -> dict[str, Any]:
@@ -200,9 +232,12 @@ def make_event(point: Point, **fields: Any) -> dict[str, Any]:
     scope = fields.get("scope")
     if isinstance(scope, Scope):
         fields["scope"] = dict(scope.__dict__)
+    event = _plain_event(point, fields)
+    if event is not None:
+        return event
     _check_fields(fields)
     over = _over_caps(point, fields)
-    raw, refused = normalize_host_value({"point": point.value, **fields})
+    raw, refused = normalize_host_value({"point": _NAMES[point], **fields})
     try:
         model = EVENTS[point].model_validate(raw)
     except ValidationError as exc:
@@ -220,6 +255,121 @@ def make_event(point: Point, **fields: Any) -> dict[str, Any]:
     return event
 
 
+_NAMES: dict[Point, str] = {p: p._value_ for p in Point}
+"""Each point's name as plain text (a member's ``.value`` is a descriptor call)."""
+_Check = Callable[[Any], bool]
+_FIELDS: dict[Point, tuple[tuple[str, _Check | None, Callable[[], Any] | None], ...]] = {}
+
+
+def _plain_event(point: Point, fields: dict[str, Any]) -> dict[str, Any] | None:
+    """The event, when the host's fields are the common case: each of exactly the type its
+    field takes, every value plain JSON data the boundary keeps as it is, no text over its
+    cap. Then nothing below can fail or change anything, and this is the event they make
+    (a copy). None otherwise: the checks below then run in full and name each problem."""
+    typed = _typed(point, fields)
+    if typed is None:
+        return None
+    for name, cap in _CAPS.get(point) or _CAPS.setdefault(point, _caps(point)):
+        text = typed[name]
+        if text is not None and len(text) > cap:
+            return None
+    for text in typed["scope"].values():
+        if text is not None and len(text) > ID_CAP:
+            return None
+    return plain_copy(typed)
+
+
+_CAPS: dict[Point, tuple[tuple[str, int], ...]] = {}
+
+
+def _caps(point: Point) -> tuple[tuple[str, int], ...]:
+    """The caps of ``point``'s texts and identifiers (each a field of its event)."""
+    ids = [(name, ID_CAP) for name in _IDS if name in EVENTS[point].model_fields]
+    return (*TEXT_CAPS.get(point, {}).items(), *ids)
+
+
+def _typed(point: Point, given: dict[str, Any]) -> dict[str, Any] | None:
+    """The event ``EVENTS[point]`` makes of the host's fields when each has exactly the
+    type it takes (text as ``str``, a mapping as ``dict``, ...), by direct type tests: the
+    fields in the model's order, with its defaults. None when a field is missing, unknown or
+    of any other type: the model then decides (and names the mistake). The values are the
+    host's own: ``plain_copy`` checks and copies them."""
+    fields = _FIELDS.get(point) or _FIELDS.setdefault(point, _field_checks(EVENTS[point]))
+    event: dict[str, Any] = {}
+    found = 0
+    for name, check, default in fields:
+        if name in given:
+            value = given[name]
+            if check is not None and not check(value):
+                return None
+            event[name] = value
+            found += 1
+        elif default is None:
+            return None
+        else:
+            event[name] = default()
+    scope = _scope(given.get("scope"))
+    if scope is None or found != len(given):  # or a field the model does not have
+        return None
+    event["point"], event["scope"] = _NAMES[point], scope
+    return event
+
+
+def _scope(value: Any) -> dict[str, str | None] | None:
+    """``Scope``'s dump of ``value`` (absent: the empty scope); None if the model must decide."""
+    if value is None:
+        return dict.fromkeys(_SCOPE_KEYS)
+    if type(value) is not dict or not value.keys() <= _SCOPE_SET:
+        return None
+    scope = {key: value.get(key) for key in _SCOPE_KEYS}
+    for item in scope.values():
+        if item is not None and type(item) is not str:
+            return None
+    return scope
+
+
+def _field_checks(
+    model: type[_Event],
+) -> tuple[tuple[str, _Check | None, Callable[[], Any] | None], ...]:
+    """Per field of ``model``: its name, the test a normalised value passes where the model
+    would take it as it is (None: any value), and its default's factory (None: required)."""
+    out = []
+    for name, info in model.model_fields.items():
+        if name == "point":  # make_event's own argument
+            out.append((name, None, _no_default))
+            continue
+        if info.is_required():
+            default = None
+        elif info.default_factory is not None:
+            default = info.default_factory
+        else:
+            default = partial(copy, info.default)
+        out.append((name, _check_of(name, info.annotation), default))
+    return tuple(out)
+
+
+def _no_default() -> None:
+    return None
+
+
+def _check_of(name: str, annotation: Any) -> _Check | None:
+    if name == "scope":  # checked by ``_scope``
+        return None
+    if annotation is Any:
+        return None
+    checks: dict[Any, _Check] = {
+        str: lambda v: type(v) is str,
+        str | None: lambda v: v is None or type(v) is str,
+        dict[str, Any]: lambda v: type(v) is dict,
+        list[Any]: lambda v: type(v) is list,
+        list[dict[str, Any]]: lambda v: type(v) is list and all(type(m) is dict for m in v),
+    }
+    if get_origin(annotation) is Literal:
+        allowed = frozenset(get_args(annotation))
+        return lambda v: type(v) is str and v in allowed
+    return checks[annotation]
+
+
 def _event_error(err: Any, model: type[BaseModel]) -> dict[str, Any]:
     """A pydantic error as the host's mistake, in Python terms (a dict, a str)."""
     loc = list(err["loc"])
@@ -235,14 +385,14 @@ def _check_fields(fields: dict[str, Any]) -> None:
     data (bytes as the question), an identifier that is not short text."""
     errors: list[dict[str, Any]] = []
     for name, value in fields.items():
-        if not isinstance(value, _JSON_TYPES):
+        if type(value) not in _EXACT_TYPES and not isinstance(value, _JSON_TYPES):
             errors.append({"loc": [name], "msg": f"{type(value).__name__} is not JSON data"})
-    scope = fields.get("scope")
     ids = [([name], fields.get(name)) for name in _IDS]
+    scope = fields.get("scope")
     if isinstance(scope, dict):
         ids += [(["scope", str(k)], v) for k, v in scope.items()]
     for loc, value in ids:
-        if isinstance(value, str) and len(value) > ID_CAP:
+        if value is not None and isinstance(value, str) and len(value) > ID_CAP:
             errors.append({"loc": loc, "msg": f"longer than {ID_CAP} characters"})
     if errors:
         raise EventError(errors)
