@@ -210,10 +210,12 @@ def _sent(step: Batch) -> Any:
         return exc
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Extra:
     """An evaluation's options besides its event: recorded judge answers to replay, the host
-    that applies the outcome (None: native), when it began (``time.perf_counter()``)."""
+    that applies the outcome (None: native), when it began (``time.perf_counter()``).
+    Not frozen: it is made on every evaluation, and a frozen dataclass sets each field
+    through ``object.__setattr__``; nothing changes it once made."""
 
     replay: Mapping[str, Mapping[str, Any]] | None = None
     host: HostProfile | None = None
@@ -222,6 +224,28 @@ class Extra:
 
 class Run:
     """One evaluation in progress: the changes folded so far, and what each hook did."""
+
+    __slots__ = (
+        "approval",
+        "event",
+        "failed",
+        "host",
+        "merger",
+        "name",
+        "out_events",
+        "pipeline",
+        "point",
+        "refusal",
+        "replay",
+        "runs",
+        "scope",
+        "seen",
+        "services",
+        "shadow",
+        "started",
+        "stopped",
+        "unsupported",
+    )
 
     def __init__(
         self,

@@ -258,7 +258,7 @@ def make_event(point: Point, **fields: Any) -> dict[str, Any]:
 _NAMES: dict[Point, str] = {p: p._value_ for p in Point}
 """Each point's name as plain text (a member's ``.value`` is a descriptor call)."""
 _Check = Callable[[Any], bool]
-_FIELDS: dict[Point, tuple[tuple[str, _Check | None, Callable[[], Any] | None], ...]] = {}
+_FIELDS: dict[Point, tuple[_Field, ...]] = {}
 
 
 def _plain_event(point: Point, fields: dict[str, Any]) -> dict[str, Any] | None:
@@ -297,10 +297,12 @@ def _typed(point: Point, given: dict[str, Any]) -> dict[str, Any] | None:
     fields = _FIELDS.get(point) or _FIELDS.setdefault(point, _field_checks(EVENTS[point]))
     event: dict[str, Any] = {}
     found = 0
-    for name, check, default in fields:
+    for name, types, test, default in fields:
         if name in given:
             value = given[name]
-            if check is not None and not check(value):
+            if types is not None and type(value) not in types:
+                return None
+            if test is not None and not test(value):
                 return None
             event[name] = value
             found += 1
@@ -308,66 +310,74 @@ def _typed(point: Point, given: dict[str, Any]) -> dict[str, Any] | None:
             return None
         else:
             event[name] = default()
-    scope = _scope(given.get("scope"))
-    if scope is None or found != len(given):  # or a field the model does not have
+    if found != len(given):  # a field the model does not have
+        return None
+    scope = _scope(event["scope"])
+    if scope is None:
         return None
     event["point"], event["scope"] = _NAMES[point], scope
     return event
 
 
 def _scope(value: Any) -> dict[str, str | None] | None:
-    """``Scope``'s dump of ``value`` (absent: the empty scope); None if the model must decide."""
-    if value is None:
-        return dict.fromkeys(_SCOPE_KEYS)
+    """``Scope``'s dump of ``value``; None if the model must decide. The host's own dict
+    when it is that dump already (``plain_copy`` copies it)."""
     if type(value) is not dict or not value.keys() <= _SCOPE_SET:
         return None
-    scope = {key: value.get(key) for key in _SCOPE_KEYS}
-    for item in scope.values():
+    for item in value.values():
         if item is not None and type(item) is not str:
             return None
-    return scope
+    if len(value) == len(_SCOPE_KEYS) and tuple(value) == _SCOPE_KEYS:
+        return value
+    return {key: value.get(key) for key in _SCOPE_KEYS}
 
 
-def _field_checks(
-    model: type[_Event],
-) -> tuple[tuple[str, _Check | None, Callable[[], Any] | None], ...]:
-    """Per field of ``model``: its name, the test a normalised value passes where the model
-    would take it as it is (None: any value), and its default's factory (None: required)."""
-    out = []
+_Field = tuple[str, frozenset[type] | None, _Check | None, Callable[[], Any] | None]
+
+
+def _field_checks(model: type[_Event]) -> tuple[_Field, ...]:
+    """Per field of ``model``: its name; the types a value may have where the model takes it
+    as it is, and a further test (None: any); its default's factory (None: required)."""
+    out: list[_Field] = []
     for name, info in model.model_fields.items():
         if name == "point":  # make_event's own argument
-            out.append((name, None, _no_default))
+            out.append((name, None, None, _none))
             continue
         if info.is_required():
             default = None
+        elif name == "scope":  # the empty scope (its dump is made by ``_scope``)
+            default = dict
         elif info.default_factory is not None:
             default = info.default_factory
         else:
             default = partial(copy, info.default)
-        out.append((name, _check_of(name, info.annotation), default))
+        out.append((name, *_check_of(info.annotation), default))
     return tuple(out)
 
 
-def _no_default() -> None:
+def _none() -> None:
     return None
 
 
-def _check_of(name: str, annotation: Any) -> _Check | None:
-    if name == "scope":  # checked by ``_scope``
-        return None
+def _check_of(annotation: Any) -> tuple[frozenset[type] | None, _Check | None]:
     if annotation is Any:
-        return None
-    checks: dict[Any, _Check] = {
-        str: lambda v: type(v) is str,
-        str | None: lambda v: v is None or type(v) is str,
-        dict[str, Any]: lambda v: type(v) is dict,
-        list[Any]: lambda v: type(v) is list,
-        list[dict[str, Any]]: lambda v: type(v) is list and all(type(m) is dict for m in v),
-    }
+        return None, None
     if get_origin(annotation) is Literal:
         allowed = frozenset(get_args(annotation))
-        return lambda v: type(v) is str and v in allowed
-    return checks[annotation]
+        return frozenset({str}), allowed.__contains__
+    types: dict[Any, tuple[frozenset[type] | None, _Check | None]] = {
+        str: (frozenset({str}), None),
+        str | None: (frozenset({str, type(None)}), None),
+        dict[str, Any]: (frozenset({dict}), None),
+        list[Any]: (frozenset({list}), None),
+        list[dict[str, Any]]: (frozenset({list}), _all_dicts),
+        Scope: (frozenset({dict}), None),
+    }
+    return types[annotation]
+
+
+def _all_dicts(value: list[Any]) -> bool:
+    return all(type(item) is dict for item in value)
 
 
 def _event_error(err: Any, model: type[BaseModel]) -> dict[str, Any]:
