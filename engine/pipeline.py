@@ -349,9 +349,7 @@ class Run:
         pipeline, point, merged = self.pipeline, self.point, self.merger.result()
         if self.refusal is not None:
             merged = merge(point, merged, self.refusal[1])
-        outcome = _outcome(pipeline, point, self.event, self.seen, merged, self.runs)
-        outcome.events, outcome.shadow, outcome.failed = self.out_events, self.shadow, self.failed
-        outcome.unsupported, outcome.approval = self.unsupported, self.approval
+        outcome = _outcome(pipeline, point, self.event, self.seen, merged, self.runs, self)
         outcome.duration_ms = (time.perf_counter() - self.started) * 1000
         if self.services.submit is not None and pipeline.records.enabled:
             draft = Draft.of(outcome, self.event, self.scope, host=self.host_name)
@@ -538,21 +536,27 @@ def _outcome(
     seen: dict[str, Any],
     merged: Change,
     runs: list[HookRun],
+    run: Run | None = None,
 ) -> Outcome:
+    """The outcome of ``merged`` at ``point``; ``run``'s lists (events, shadow, failed,
+    unsupported) and approval are taken as they are (None: an outcome no hook ran for)."""
     out = Outcome(
-        point=str(point),
-        agent=pipeline.agent,
-        id=new_id(),
-        turn_id=event.get("turn_id"),
+        str(point),
+        pipeline.agent,
+        new_id(),
+        event.get("turn_id"),
+        merged.block is not None,
+        merged.block,
+        notices=list(merged.notice),
+        changed=not merged.is_empty(),
         hooks=runs,
         generation=pipeline.generation,
     )
+    if run is not None:
+        out.events, out.shadow, out.failed = run.out_events, run.shadow, run.failed
+        out.unsupported, out.approval = run.unsupported, run.approval
     if pipeline.session is not None:
         out.session = dict(pipeline.session)
-    out.blocked = merged.block is not None
-    out.reason = merged.block
-    out.notices = list(merged.notice)
-    out.changed = not merged.is_empty()
     if point is _BEFORE_USER_MESSAGE:
         out.question, out.answer = seen.get("question"), merged.answer
         out.messages = list(merged.messages or [])
