@@ -267,42 +267,26 @@ def _plain_event(point: Point, fields: dict[str, Any]) -> dict[str, Any] | None:
     cap. Then nothing below can fail or change anything, and this is the event they make
     (a copy). None otherwise: the checks below then run in full and name each problem."""
     typed = _typed(point, fields)
-    if typed is None:
-        return None
-    for name, cap in _CAPS.get(point) or _CAPS.setdefault(point, _caps(point)):
-        text = typed[name]
-        if text is not None and len(text) > cap:
-            return None
-    for text in typed["scope"].values():
-        if text is not None and len(text) > ID_CAP:
-            return None
-    return plain_copy(typed)
-
-
-_CAPS: dict[Point, tuple[tuple[str, int], ...]] = {}
-
-
-def _caps(point: Point) -> tuple[tuple[str, int], ...]:
-    """The caps of ``point``'s texts and identifiers (each a field of its event)."""
-    ids = [(name, ID_CAP) for name in _IDS if name in EVENTS[point].model_fields]
-    return (*TEXT_CAPS.get(point, {}).items(), *ids)
+    return None if typed is None else plain_copy(typed)
 
 
 def _typed(point: Point, given: dict[str, Any]) -> dict[str, Any] | None:
     """The event ``EVENTS[point]`` makes of the host's fields when each has exactly the
     type it takes (text as ``str``, a mapping as ``dict``, ...), by direct type tests: the
     fields in the model's order, with its defaults. None when a field is missing, unknown or
-    of any other type: the model then decides (and names the mistake). The values are the
-    host's own: ``plain_copy`` checks and copies them."""
-    fields = _FIELDS.get(point) or _FIELDS.setdefault(point, _field_checks(EVENTS[point]))
+    of any other type, or a text over its cap: the model and the caps then decide (and name
+    the mistake). The values are the host's own: ``plain_copy`` checks and copies them."""
+    fields = _FIELDS.get(point) or _FIELDS.setdefault(point, _field_checks(point))
     event: dict[str, Any] = {}
     found = 0
-    for name, types, test, default in fields:
+    for name, types, test, default, cap in fields:
         if name in given:
             value = given[name]
             if types is not None and type(value) not in types:
                 return None
             if test is not None and not test(value):
+                return None
+            if cap and value is not None and len(value) > cap:
                 return None
             event[name] = value
             found += 1
@@ -325,23 +309,25 @@ def _scope(value: Any) -> dict[str, str | None] | None:
     if type(value) is not dict or not value.keys() <= _SCOPE_SET:
         return None
     for item in value.values():
-        if item is not None and type(item) is not str:
+        if item is not None and (type(item) is not str or len(item) > ID_CAP):
             return None
     if len(value) == len(_SCOPE_KEYS) and tuple(value) == _SCOPE_KEYS:
         return value
     return {key: value.get(key) for key in _SCOPE_KEYS}
 
 
-_Field = tuple[str, frozenset[type] | None, _Check | None, Callable[[], Any] | None]
+_Field = tuple[str, frozenset[type] | None, _Check | None, Callable[[], Any] | None, int]
 
 
-def _field_checks(model: type[_Event]) -> tuple[_Field, ...]:
-    """Per field of ``model``: its name; the types a value may have where the model takes it
-    as it is, and a further test (None: any); its default's factory (None: required)."""
+def _field_checks(point: Point) -> tuple[_Field, ...]:
+    """Per field of ``point``'s event model: its name; the types a value may have where the
+    model takes it as it is, and a further test (None: any); its default's factory (None:
+    required); the cap of its text (``TEXT_CAPS``, ``ID_CAP``; 0: none)."""
+    caps = {**dict.fromkeys(_IDS, ID_CAP), **TEXT_CAPS.get(point, {})}
     out: list[_Field] = []
-    for name, info in model.model_fields.items():
+    for name, info in EVENTS[point].model_fields.items():
         if name == "point":  # make_event's own argument
-            out.append((name, None, None, _none))
+            out.append((name, None, None, _none, 0))
             continue
         if info.is_required():
             default = None
@@ -351,7 +337,7 @@ def _field_checks(model: type[_Event]) -> tuple[_Field, ...]:
             default = info.default_factory
         else:
             default = partial(copy, info.default)
-        out.append((name, *_check_of(info.annotation), default))
+        out.append((name, *_check_of(info.annotation), default, caps.get(name, 0)))
     return tuple(out)
 
 
