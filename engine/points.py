@@ -7,7 +7,7 @@ from collections.abc import Callable
 from copy import copy
 from enum import StrEnum
 from functools import partial
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal, cast, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -329,12 +329,13 @@ def _field_checks(point: Point) -> tuple[_Field, ...]:
         if name == "point":  # make_event's own argument
             out.append((name, None, None, _none, 0))
             continue
+        default: Callable[[], Any] | None
         if info.is_required():
             default = None
         elif name == "scope":  # the empty scope (its dump is made by ``_scope``)
             default = dict
-        elif info.default_factory is not None:
-            default = info.default_factory
+        elif info.default_factory is not None:  # list, dict: they take no argument
+            default = cast(Callable[[], Any], info.default_factory)
         else:
             default = partial(copy, info.default)
         out.append((name, *_check_of(info.annotation), default, caps.get(name, 0)))
