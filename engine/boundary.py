@@ -67,6 +67,10 @@ def normalize_value(
     value: Any, path: str, *, budget: int = MAX_EVENT_BYTES
 ) -> tuple[Any, list[str]]:
     """``value`` under the rule above, and the problems found (each ``path: what``)."""
+    if type(value) is dict:
+        copied = plain_copy(value, budget=budget)
+        if copied is not None:
+            return copied, []
     walk = _Walk(budget)
     out = walk.value(value, path, 0)
     return out, walk.problems
@@ -79,9 +83,97 @@ def normalize_host_value(
     infinities are refused as well (JSON has no such numbers, and a host that sends them
     made a mistake, as with bytes). Returns the value and the refused values as
     ``{"loc": [...], "msg": ...}`` errors, ``loc`` the path below ``value``."""
+    if type(value) is dict:
+        copied = plain_copy(value, budget=budget)
+        if copied is not None:
+            return copied, []
     walk = _Walk(budget, finite_only=True)
     out = walk.value(value, "event", 0)
     return out, [{"loc": _loc(path), "msg": what} for path, what in walk.refused]
+
+
+class _NotPlain(Exception):
+    """Raised inside ``plain_copy``: a value the rule would change (or refuse)."""
+
+
+def plain_copy(value: dict[str, Any], *, budget: int = MAX_EVENT_BYTES) -> dict[str, Any] | None:
+    """A copy of ``value`` when the rule above keeps it as it is, else None (the walk decides).
+
+    The common event is small plain data: text keys, text without lone surrogates, safe
+    integers, finite floats, booleans, None, dicts and lists, not nested past ``MAX_DEPTH``,
+    and far under the budget. Then the walk would only copy it, so this copies it in one
+    pass with no paths and no exact byte count: each text is charged the most its JSON
+    escape can take (6 bytes per ASCII character, 12 per other character), so a value that
+    fits by that bound fits exactly too. Anything else returns None, and the walk (which
+    names the problems and cuts what does not fit) runs instead."""
+    size = [0]
+    try:
+        out = _copy_mapping(value, 0, size)
+    except _NotPlain:
+        return None
+    return out if size[0] < budget - _RESERVE else None
+
+
+def _copy_mapping(value: dict[Any, Any], depth: int, size: list[int]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    cost = 2
+    for key, item in value.items():
+        if type(key) is not str:
+            raise _NotPlain
+        cost += 6 * len(key) + 3 if key.isascii() else _text_cost(key)
+        kind = type(item)
+        if kind is str:
+            cost += 6 * len(item) + 3 if item.isascii() else _text_cost(item)
+        elif item is None or kind is bool:
+            cost += _SCALAR_COST
+        elif kind is dict or kind is list:
+            item = _copy_container(item, depth, size)
+        else:
+            cost += _number_cost(item, kind)
+        out[key] = item
+    size[0] += cost
+    return out
+
+
+def _copy_list(value: list[Any], depth: int, size: list[int]) -> list[Any]:
+    out: list[Any] = []
+    cost = 2
+    for item in value:
+        kind = type(item)
+        if kind is str:
+            cost += 6 * len(item) + 3 if item.isascii() else _text_cost(item)
+        elif item is None or kind is bool:
+            cost += _SCALAR_COST
+        elif kind is dict or kind is list:
+            item = _copy_container(item, depth, size)
+        else:
+            cost += _number_cost(item, kind)
+        out.append(item)
+    size[0] += cost
+    return out
+
+
+def _copy_container(item: Any, depth: int, size: list[int]) -> Any:
+    if depth >= MAX_DEPTH:  # the walk would put the depth marker here
+        raise _NotPlain
+    if type(item) is dict:
+        return _copy_mapping(item, depth + 1, size)
+    return _copy_list(item, depth + 1, size)
+
+
+def _text_cost(text: str) -> int:
+    """A non-ASCII text's bound (its JSON escape is at most 12 bytes a character)."""
+    if no_lone_surrogates(text) is not text:
+        raise _NotPlain
+    return 12 * len(text) + 3
+
+
+def _number_cost(item: Any, kind: type) -> int:
+    if kind is int and -MAX_SAFE_INT <= item <= MAX_SAFE_INT:
+        return _SCALAR_COST
+    if kind is float and math.isfinite(item):
+        return _SCALAR_COST
+    raise _NotPlain
 
 
 # A path is built only when a problem names it: (parent path, key or index) pairs, ending in
@@ -249,4 +341,5 @@ __all__ = [
     "normalize_event",
     "normalize_host_value",
     "normalize_value",
+    "plain_copy",
 ]

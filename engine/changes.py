@@ -361,10 +361,12 @@ class Merger:
     set fields, and lists that add up grow in place instead of being rebuilt per hook.
     ``result()`` is ``merge(...merge(merge(EMPTY, c1), c2)..., cn)``."""
 
-    __slots__ = ("owned", "point", "values")
+    __slots__ = ("adds_messages", "owned", "point", "values")
 
     def __init__(self, point: Point) -> None:
         self.point = point
+        self.adds_messages = point is Point.BEFORE_USER_MESSAGE
+        """``messages`` add up (at before_user_message) rather than replace."""
         self.values: dict[str, Any] = {}
         self.owned: set[str] = set()
         """Fields whose list or dict is the merger's own (safe to grow in place)."""
@@ -384,7 +386,7 @@ class Merger:
             if earlier is None or name in _REPLACED:
                 values[name] = value
                 self.owned.discard(name)
-            elif name in ADD_UP or (name == "messages" and self.point is Point.BEFORE_USER_MESSAGE):
+            elif name in ADD_UP or (name == "messages" and self.adds_messages):
                 self._own(name, earlier).extend(value)
             elif name == "settings":
                 self._own(name, earlier).update(value)
@@ -432,13 +434,16 @@ def apply(
     for name, value in given.items():
         if name in _VIEW and name in event:
             updates[name] = {**event[name], **value} if name == "settings" else copy.deepcopy(value)
-    if point is Point.BEFORE_CALL and change.messages is not None:
+    if point is _BEFORE_CALL and change.messages is not None:
         updates["messages"] = copy.deepcopy(change.messages)
-    if point is Point.BEFORE_ASSISTANT_MESSAGE and (change.answer is not None or change.append):
+    if point is _BEFORE_ASSISTANT_MESSAGE and (change.answer is not None or change.append):
         base = change.answer if change.answer is not None else event["answer"]
         updates["answer"] = join_answer(base, change.append)
     return {**event, **updates} if updates else event
 
+
+# enum members as module constants (a look-up through the enum's metaclass, per change)
+_BEFORE_CALL, _BEFORE_ASSISTANT_MESSAGE = Point.BEFORE_CALL, Point.BEFORE_ASSISTANT_MESSAGE
 
 VIEW_FIELDS = ("question", "instruction", "tools", "input", "result", "settings")
 _VIEW = frozenset(VIEW_FIELDS)

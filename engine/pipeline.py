@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -27,12 +28,19 @@ from engine.errors import InputError, PluginError, ScriptError, StoreError
 from engine.hosts import HostProfile, input_block_reason, unsupported_entry
 from engine.kinds.base import Hook, HookContext, Memo, Mode, OnError
 from engine.outcome import Outcome
-from engine.points import Point, Scope
+from engine.points import Point, Scope, scope_of
 from engine.records import Draft
 from engine.store import Store
 from engine.store.records import HookRun
 
 log = logging.getLogger("engine.pipeline")
+
+# Enum members as module constants: ``Point.TOOL_CALL`` is a look-up through the enum's
+# metaclass, several times per hook on every evaluation's path.
+_SHADOW = Mode.SHADOW
+_BEFORE_USER_MESSAGE, _BEFORE_CALL = Point.BEFORE_USER_MESSAGE, Point.BEFORE_CALL
+_TOOL_CALL, _TOOL_RESULT = Point.TOOL_CALL, Point.TOOL_RESULT
+_BEFORE_ASSISTANT_MESSAGE = Point.BEFORE_ASSISTANT_MESSAGE
 
 WITHHELD_ANSWER = "Sorry, this answer was withheld because a required check failed."
 
@@ -43,6 +51,13 @@ class Slot:
 
     hook: Hook
     layer: str = "agent"
+
+    @cached_property
+    def head(self) -> tuple[str, str, str, str, str]:
+        """The first fields of the hook's ``HookRun``: name, kind, version, mode, layer (the
+        mode as plain text: records hold plain JSON)."""
+        hook = self.hook
+        return hook.name, hook.kind, hook.version, str(hook.mode), self.layer
 
 
 @dataclass(frozen=True)
@@ -195,10 +210,12 @@ def _sent(step: Batch) -> Any:
         return exc
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Extra:
     """An evaluation's options besides its event: recorded judge answers to replay, the host
-    that applies the outcome (None: native), when it began (``time.perf_counter()``)."""
+    that applies the outcome (None: native), when it began (``time.perf_counter()``).
+    Not frozen: it is made on every evaluation, and a frozen dataclass sets each field
+    through ``object.__setattr__``; nothing changes it once made."""
 
     replay: Mapping[str, Mapping[str, Any]] | None = None
     host: HostProfile | None = None
@@ -207,6 +224,28 @@ class Extra:
 
 class Run:
     """One evaluation in progress: the changes folded so far, and what each hook did."""
+
+    __slots__ = (
+        "approval",
+        "event",
+        "failed",
+        "host",
+        "merger",
+        "name",
+        "out_events",
+        "pipeline",
+        "point",
+        "refusal",
+        "replay",
+        "runs",
+        "scope",
+        "seen",
+        "services",
+        "shadow",
+        "started",
+        "stopped",
+        "unsupported",
+    )
 
     def __init__(
         self,
@@ -218,11 +257,11 @@ class Run:
     ) -> None:
         self.started = time.perf_counter() if extra.started is None else extra.started
         self.pipeline, self.point, self.event = pipeline, point, event
-        self.name = point.value
+        self.name = str(point)  # the plain text (``.value`` is a descriptor call)
         self.services, self.replay, self.host = services, extra.replay, extra.host
         self.unsupported: list[dict[str, str]] = []
         """Change fields of enforced hooks the host cannot apply (engine/hosts.py)."""
-        self.scope = Scope.model_validate(event.get("scope") or {})
+        self.scope = scope_of(event.get("scope"))
         self.merger, self.seen = Merger(point), event
         self.runs: list[HookRun] = []
         self.out_events: list[dict[str, Any]] = []
@@ -260,7 +299,7 @@ class Run:
             run = _run_of(slot, "failed", elapsed, ctx)
             self.runs.append(run)
             run.error, run.cause = str(answer), answer.cause
-            if hook.mode is Mode.SHADOW:
+            if hook.mode is _SHADOW:
                 self.shadow.append({"hook": hook.name, "error": str(answer)})
                 return
             self.failed.append(hook.name)
@@ -277,7 +316,7 @@ class Run:
         given = answer.given()
         data = given if [] not in given.values() else answer.as_data()
         run.change = data or None
-        if hook.mode is Mode.SHADOW:
+        if hook.mode is _SHADOW:
             if data:
                 self.shadow.append({"hook": hook.name, "change": dict(data)})
             return
@@ -299,7 +338,7 @@ class Run:
         host, bad = self.host.name, self.host.unsupported(self.point, given)
         self.unsupported += [unsupported_entry(host, hook, name, self.point) for name in bad]
         refused = [name for name in bad if name != "notice"]
-        if self.point is not Point.TOOL_CALL or not refused:
+        if self.point is not _TOOL_CALL or not refused:
             return answer, given
         reason = given.get("block") or input_block_reason(host, hook, refused[0])
         block = Change(block=reason)
@@ -310,9 +349,7 @@ class Run:
         pipeline, point, merged = self.pipeline, self.point, self.merger.result()
         if self.refusal is not None:
             merged = merge(point, merged, self.refusal[1])
-        outcome = _outcome(pipeline, point, self.event, self.seen, merged, self.runs)
-        outcome.events, outcome.shadow, outcome.failed = self.out_events, self.shadow, self.failed
-        outcome.unsupported, outcome.approval = self.unsupported, self.approval
+        outcome = _outcome(pipeline, point, self.event, self.seen, merged, self.runs, self)
         outcome.duration_ms = (time.perf_counter() - self.started) * 1000
         if self.services.submit is not None and pipeline.records.enabled:
             draft = Draft.of(outcome, self.event, self.scope, host=self.host_name)
@@ -411,7 +448,7 @@ def _failure(exc: BaseException) -> Failure:
 
 def _refusal(point: Point, hook: Hook, error: Failure) -> tuple[str, Change] | None:
     """The change a failure makes at ``point`` (None: the hook is neutral)."""
-    if point is Point.TOOL_CALL:
+    if point is _TOOL_CALL:
         return hook.name, fail_closed(
             point, f"a required check failed: hook {hook.name!r} ({error.cause})"
         )
@@ -470,18 +507,26 @@ def refuse_event(
 
 
 def _run_of(slot: Slot, status: str, elapsed: float, ctx: HookContext | None = None) -> HookRun:
-    hook = slot.hook
-    return HookRun(
-        hook.name,
-        hook.kind,
-        hook.version,
-        str(hook.mode),  # the plain text of the enum member: records hold plain JSON
-        slot.layer,
-        status,
-        round(elapsed, 4),
-        logs=ctx.logs if ctx else [],
-        extras=ctx.extras if ctx else {},
-    )
+    logs, extras = (ctx.logs, ctx.extras) if ctx is not None else ([], {})
+    return HookRun(*slot.head, status, round(elapsed, 4), None, None, None, logs, extras)
+
+
+_IDS: deque[str] = deque()
+_IDS_PER_READ = 256
+os.register_at_fork(after_in_child=_IDS.clear)  # a child must not repeat its parent's ids
+
+
+def new_id() -> str:
+    """A random id (32 hex digits, 128 bits from ``os.urandom``), as ``os.urandom(16).hex()``
+    would make, but read from the system 256 at a time: one ``getrandbits`` syscall per
+    evaluation was a measurable part of a decision. ``popleft`` and ``extend`` are atomic,
+    so threads never share an id; after a fork the child starts with none."""
+    try:
+        return _IDS.popleft()
+    except IndexError:
+        text = os.urandom(16 * _IDS_PER_READ).hex()
+        _IDS.extend(text[i : i + 32] for i in range(32, len(text), 32))
+        return text[:32]
 
 
 def _outcome(
@@ -491,33 +536,39 @@ def _outcome(
     seen: dict[str, Any],
     merged: Change,
     runs: list[HookRun],
+    run: Run | None = None,
 ) -> Outcome:
+    """The outcome of ``merged`` at ``point``; ``run``'s lists (events, shadow, failed,
+    unsupported) and approval are taken as they are (None: an outcome no hook ran for)."""
     out = Outcome(
-        point=point.value,
-        agent=pipeline.agent,
-        id=os.urandom(16).hex(),
-        turn_id=event.get("turn_id"),
+        str(point),
+        pipeline.agent,
+        new_id(),
+        event.get("turn_id"),
+        merged.block is not None,
+        merged.block,
+        notices=list(merged.notice),
+        changed=not merged.is_empty(),
         hooks=runs,
         generation=pipeline.generation,
     )
+    if run is not None:
+        out.events, out.shadow, out.failed = run.out_events, run.shadow, run.failed
+        out.unsupported, out.approval = run.unsupported, run.approval
     if pipeline.session is not None:
         out.session = dict(pipeline.session)
-    out.blocked = merged.block is not None
-    out.reason = merged.block
-    out.notices = list(merged.notice)
-    out.changed = not merged.is_empty()
-    if point is Point.BEFORE_USER_MESSAGE:
+    if point is _BEFORE_USER_MESSAGE:
         out.question, out.answer = seen.get("question"), merged.answer
         out.messages = list(merged.messages or [])
-    elif point is Point.BEFORE_CALL:
+    elif point is _BEFORE_CALL:
         out.instruction, out.sections = seen.get("instruction"), list(merged.sections)
         out.messages, out.tools = seen.get("messages", []), seen.get("tools")
         out.settings = seen.get("settings")
-    elif point is Point.TOOL_CALL:
+    elif point is _TOOL_CALL:
         out.input = seen.get("input")
-    elif point is Point.TOOL_RESULT:
+    elif point is _TOOL_RESULT:
         out.result = merged.result if merged.result is not None else seen.get("result")
-    elif point is Point.BEFORE_ASSISTANT_MESSAGE:
+    elif point is _BEFORE_ASSISTANT_MESSAGE:
         base = merged.answer if merged.answer is not None else event["answer"]
         out.answer, out.appended = join_answer(base, merged.append), list(merged.append)
     return out

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
+from copy import copy
 from enum import StrEnum
-from typing import Any, Literal
+from functools import partial
+from typing import Any, Literal, cast, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from engine.boundary import normalize_host_value
+from engine.boundary import normalize_host_value, plain_copy
 from engine.errors import EventError, InputError, PluginError, phrase, unknown_field
 
 
@@ -74,6 +77,34 @@ class Scope(BaseModel):
             if value:
                 return f"{kind.removesuffix('_id')}:{value}"
         return "process:default"
+
+
+_SCOPES: dict[tuple[str | None, ...], Scope] = {}
+"""The scopes ``scope_of`` made, by their values (a few thousand at most: cleared when full)."""
+_SCOPES_KEPT = 4096
+
+
+def scope_of(data: Any) -> Scope:
+    """``Scope.model_validate(data or {})``, made once per distinct scope: an event's scope is
+    a dict of all four keys (``make_event``), and a Scope is a frozen value.
+
+    Raises:
+        ValidationError: ``data`` is not a scope.
+    """
+    if type(data) is not dict or data.keys() != _SCOPE_SET:
+        return Scope.model_validate(data or {})
+    key = (data["user_id"], data["session_id"], data["template"], data["process"])
+    scope = _SCOPES.get(key)
+    if scope is None:
+        scope = Scope.model_validate(data)
+        if len(_SCOPES) >= _SCOPES_KEPT:
+            _SCOPES.clear()
+        _SCOPES[key] = scope
+    return scope
+
+
+_SCOPE_KEYS = ("user_id", "session_id", "template", "process")
+_SCOPE_SET = frozenset(_SCOPE_KEYS)
 
 
 class Message(BaseModel):
@@ -183,6 +214,7 @@ ID_CAP = 256
 """Characters of an identifier the host passes: turn_id, call_id, time, each scope value."""
 _IDS = ("turn_id", "call_id", "time")
 _JSON_TYPES = (str, int, float, bool, type(None), dict, list, tuple)
+_EXACT_TYPES = frozenset(_JSON_TYPES)
 
 
 def make_event(point: Point, **fields: Any) -> dict[str, Any]:
@@ -200,9 +232,12 @@ def make_event(point: Point, **fields: Any) -> dict[str, Any]:
     scope = fields.get("scope")
     if isinstance(scope, Scope):
         fields["scope"] = dict(scope.__dict__)
+    event = _plain_event(point, fields)
+    if event is not None:
+        return event
     _check_fields(fields)
     over = _over_caps(point, fields)
-    raw, refused = normalize_host_value({"point": point.value, **fields})
+    raw, refused = normalize_host_value({"point": _NAMES[point], **fields})
     try:
         model = EVENTS[point].model_validate(raw)
     except ValidationError as exc:
@@ -220,6 +255,118 @@ def make_event(point: Point, **fields: Any) -> dict[str, Any]:
     return event
 
 
+_NAMES: dict[Point, str] = {p: p._value_ for p in Point}
+"""Each point's name as plain text (a member's ``.value`` is a descriptor call)."""
+_Check = Callable[[Any], bool]
+_FIELDS: dict[Point, tuple[_Field, ...]] = {}
+
+
+def _plain_event(point: Point, fields: dict[str, Any]) -> dict[str, Any] | None:
+    """The event, when the host's fields are the common case: each of exactly the type its
+    field takes, every value plain JSON data the boundary keeps as it is, no text over its
+    cap. Then nothing below can fail or change anything, and this is the event they make
+    (a copy). None otherwise: the checks below then run in full and name each problem."""
+    typed = _typed(point, fields)
+    return None if typed is None else plain_copy(typed)
+
+
+def _typed(point: Point, given: dict[str, Any]) -> dict[str, Any] | None:
+    """The event ``EVENTS[point]`` makes of the host's fields when each has exactly the
+    type it takes (text as ``str``, a mapping as ``dict``, ...), by direct type tests: the
+    fields in the model's order, with its defaults. None when a field is missing, unknown or
+    of any other type, or a text over its cap: the model and the caps then decide (and name
+    the mistake). The values are the host's own: ``plain_copy`` checks and copies them."""
+    fields = _FIELDS.get(point) or _FIELDS.setdefault(point, _field_checks(point))
+    event: dict[str, Any] = {}
+    found = 0
+    for name, types, test, default, cap in fields:
+        if name in given:
+            value = given[name]
+            if types is not None and type(value) not in types:
+                return None
+            if test is not None and not test(value):
+                return None
+            if cap and value is not None and len(value) > cap:
+                return None
+            event[name] = value
+            found += 1
+        elif default is None:
+            return None
+        else:
+            event[name] = default()
+    if found != len(given):  # a field the model does not have
+        return None
+    scope = _scope(event["scope"])
+    if scope is None:
+        return None
+    event["point"], event["scope"] = _NAMES[point], scope
+    return event
+
+
+def _scope(value: Any) -> dict[str, str | None] | None:
+    """``Scope``'s dump of ``value``; None if the model must decide. The host's own dict
+    when it is that dump already (``plain_copy`` copies it)."""
+    if type(value) is not dict or not value.keys() <= _SCOPE_SET:
+        return None
+    for item in value.values():
+        if item is not None and (type(item) is not str or len(item) > ID_CAP):
+            return None
+    if len(value) == len(_SCOPE_KEYS) and tuple(value) == _SCOPE_KEYS:
+        return value
+    return {key: value.get(key) for key in _SCOPE_KEYS}
+
+
+_Field = tuple[str, frozenset[type] | None, _Check | None, Callable[[], Any] | None, int]
+
+
+def _field_checks(point: Point) -> tuple[_Field, ...]:
+    """Per field of ``point``'s event model: its name; the types a value may have where the
+    model takes it as it is, and a further test (None: any); its default's factory (None:
+    required); the cap of its text (``TEXT_CAPS``, ``ID_CAP``; 0: none)."""
+    caps = {**dict.fromkeys(_IDS, ID_CAP), **TEXT_CAPS.get(point, {})}
+    out: list[_Field] = []
+    for name, info in EVENTS[point].model_fields.items():
+        if name == "point":  # make_event's own argument
+            out.append((name, None, None, _none, 0))
+            continue
+        default: Callable[[], Any] | None
+        if info.is_required():
+            default = None
+        elif name == "scope":  # the empty scope (its dump is made by ``_scope``)
+            default = dict
+        elif info.default_factory is not None:  # list, dict: they take no argument
+            default = cast(Callable[[], Any], info.default_factory)
+        else:
+            default = partial(copy, info.default)
+        out.append((name, *_check_of(info.annotation), default, caps.get(name, 0)))
+    return tuple(out)
+
+
+def _none() -> None:
+    return None
+
+
+def _check_of(annotation: Any) -> tuple[frozenset[type] | None, _Check | None]:
+    if annotation is Any:
+        return None, None
+    if get_origin(annotation) is Literal:
+        allowed = frozenset(get_args(annotation))
+        return frozenset({str}), allowed.__contains__
+    types: dict[Any, tuple[frozenset[type] | None, _Check | None]] = {
+        str: (frozenset({str}), None),
+        str | None: (frozenset({str, type(None)}), None),
+        dict[str, Any]: (frozenset({dict}), None),
+        list[Any]: (frozenset({list}), None),
+        list[dict[str, Any]]: (frozenset({list}), _all_dicts),
+        Scope: (frozenset({dict}), None),
+    }
+    return types[annotation]
+
+
+def _all_dicts(value: list[Any]) -> bool:
+    return all(type(item) is dict for item in value)
+
+
 def _event_error(err: Any, model: type[BaseModel]) -> dict[str, Any]:
     """A pydantic error as the host's mistake, in Python terms (a dict, a str)."""
     loc = list(err["loc"])
@@ -235,14 +382,14 @@ def _check_fields(fields: dict[str, Any]) -> None:
     data (bytes as the question), an identifier that is not short text."""
     errors: list[dict[str, Any]] = []
     for name, value in fields.items():
-        if not isinstance(value, _JSON_TYPES):
+        if type(value) not in _EXACT_TYPES and not isinstance(value, _JSON_TYPES):
             errors.append({"loc": [name], "msg": f"{type(value).__name__} is not JSON data"})
-    scope = fields.get("scope")
     ids = [([name], fields.get(name)) for name in _IDS]
+    scope = fields.get("scope")
     if isinstance(scope, dict):
         ids += [(["scope", str(k)], v) for k, v in scope.items()]
     for loc, value in ids:
-        if isinstance(value, str) and len(value) > ID_CAP:
+        if value is not None and isinstance(value, str) and len(value) > ID_CAP:
             errors.append({"loc": loc, "msg": f"longer than {ID_CAP} characters"})
     if errors:
         raise EventError(errors)

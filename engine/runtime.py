@@ -7,7 +7,6 @@ import importlib
 import logging
 import threading
 import time as clock
-import uuid
 import weakref
 from collections.abc import Mapping
 from dataclasses import replace
@@ -32,7 +31,15 @@ from engine.hosts import HostProfile, profile
 from engine.kinds import BuildEnv, build_hook
 from engine.kinds.base import Memo
 from engine.outcome import Outcome
-from engine.pipeline import Pipeline, Services, Slot, aevaluate, evaluate, refuse_event
+from engine.pipeline import (
+    Pipeline,
+    Services,
+    Slot,
+    aevaluate,
+    evaluate,
+    new_id,
+    refuse_event,
+)
 from engine.point_calls import PointCalls
 from engine.points import Point, make_event, suggest
 from engine.records import RecordWriter
@@ -79,7 +86,19 @@ atexit.register(_close_all)
 
 
 def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+    """The time now in UTC, as ``datetime.isoformat`` writes it with microseconds
+    (``2026-01-02T03:04:05.123456+00:00``). The text up to the second is made once per
+    second: formatting a datetime is most of this on every evaluation's path."""
+    second, fraction = divmod(clock.time_ns() // 1000, 1_000_000)
+    last, head = _SECOND[0]  # one tuple, read at once: other threads replace it whole
+    if last != second:
+        head = datetime.fromtimestamp(second, UTC).isoformat(timespec="seconds")[:-6]
+        _SECOND[0] = (second, head)
+    return f"{head}.{fraction:06d}+00:00"
+
+
+_SECOND: list[tuple[int, str]] = [(-1, "")]
+"""The second ``now_iso`` last formatted, and its text without the offset."""
 
 
 class Engine:
@@ -386,7 +405,7 @@ class Engine:
         self.close()
 
 
-_POINTS = frozenset(p.value for p in Point)
+_POINTS = {p.value: p for p in Point}
 _SET_BY_ENGINE = frozenset({"agent", "point", "scope", "time", "turn_id"})
 
 
@@ -395,7 +414,7 @@ def check_call(
 ) -> tuple[Point, dict[str, Any]]:
     """The point and the fields of a host's ``evaluate`` call; EventError naming each mistake
     (the event's own fields are checked by ``make_event``)."""
-    found = Point(point) if isinstance(point, str) and point in _POINTS else None
+    found = _POINTS.get(point) if isinstance(point, str) else None
     errors = [] if found else [_unknown_point(point)]
     if fields is None:
         fields = {}
@@ -707,7 +726,7 @@ class Agent(PointCalls):
         found, checked = check_call(point, fields, scope, time=time, turn_id=turn_id)
         scope["process"] = process or self.engine.settings.process
         if turn_id is None and found is Point.BEFORE_USER_MESSAGE:
-            turn_id = uuid.uuid4().hex  # hosts pass it back to feedback and later points
+            turn_id = new_id()  # hosts pass it back to feedback and later points
         pipeline = self._take()  # one snapshot for the whole evaluation
         try:
             event = make_event(

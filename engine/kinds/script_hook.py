@@ -137,9 +137,11 @@ class ScriptHook(SpecHook):
             if result.cause == "timeout":
                 result = self._timed_out(result)
             raise _located(result, self.name, self.script.filename, offsets) from result
-        ctx.logs.extend(result.logs)
-        ctx.events.extend(result.emits)
-        terms = str(self.script.language.value)  # errors name values as the script does
+        if result.logs:
+            ctx.logs.extend(result.logs)
+        if result.emits:
+            ctx.events.extend(result.emits)
+        terms = str(self.script.language)  # errors name values as the script does
         change = parse_change(point, result.value, hook=self.name, event=event, terms=terms)
         if result.state_writes:
             ctx.store.state_save(
