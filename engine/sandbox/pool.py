@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import ScriptLimitError
 from engine.sandbox import hostclock
-from engine.sandbox.process import START_TIMEOUT_S, Worker, WorkerDied, wake_future
+from engine.sandbox.process import START_TIMEOUT_S, Worker, WorkerDied, alarms
 from engine.sandbox.supervise import KillLog, PoolPolicy, TokenBucket
 
 if TYPE_CHECKING:
@@ -174,14 +174,15 @@ class Workers:
                 return worker
             waiter = _Waiter(owner, loop, loop.create_future())
             self._waiters.append(waiter)
-        timer = loop.call_later(timeout_s, wake_future, waiter.future, None)
+        alarm = alarms(loop)
+        alarm.set(loop, waiter.future, hostclock.now() + timeout_s, None)
         try:
             handed = await waiter.future
         except asyncio.CancelledError:
             self._drop(waiter)
             raise
         finally:
-            timer.cancel()
+            alarm.clear(waiter.future)
         if handed is None:
             at_cap = self._drop(waiter)
             raise ScriptLimitError(self._busy_reason(at_cap, timeout_s), cause="busy")
@@ -252,7 +253,10 @@ class Workers:
         handed = False
         if self._waiters:
             waiting, self._waiters = self._waiters, []
-            for waiter in waiting:
+            for at, waiter in enumerate(waiting):
+                if self._none_servable():
+                    self._waiters += waiting[at:]
+                    break
                 if waiter.future.done():
                     continue
                 served = not self._waits_on(waiter.owner) and self._serve(waiter)
@@ -262,6 +266,14 @@ class Workers:
         if self._waiting:  # no thread waits otherwise (notify_all costs a lock probe)
             self._freed.notify_all()
         return handed
+
+    def _none_servable(self) -> bool:
+        """Under the lock: whether every waiting task waits on (no worker idle, and no error
+        to tell any of them), so the rest of the queue need not be looked at: a worker given
+        back is handed to the first task that can take it, and then usually none is left."""
+        return (
+            not self._idle and bool(self._all) and not self._closed and not self._kills.quarantined
+        )
 
     def _waits_on(self, owner: str | None) -> bool:
         """Under the lock: whether ``_take_now`` would tell ``owner`` to wait (no error, no

@@ -9,6 +9,7 @@ import select
 import subprocess
 import sys
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,70 @@ def wake_future(future: asyncio.Future[Any], result: Any = None) -> None:
     """Complete ``future`` with ``result`` unless something completed it first."""
     if not future.done():
         future.set_result(result)
+
+
+class Alarms:
+    """The deadlines of one event loop's waits (a task's wait for a worker, for an answer),
+    under one loop timer set for the earliest of them.
+
+    A timer per wait (``call_later``, then ``cancel``) costs an object, a heap push and a
+    cancelled handle left in the heap for every answer, though nearly every wait ends long
+    before its deadline: here a wait is a dict entry, and the timer fires about once per
+    deadline span (then it wakes what is due and is set again for the earliest left).
+    Deadlines are on ``hostclock`` (a collector pause of the host does not count); used only
+    from the loop's own thread.
+    """
+
+    __slots__ = ("_at", "_due", "_timer")
+
+    def __init__(self) -> None:
+        self._due: dict[asyncio.Future[Any], tuple[float, Any]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._at = float("inf")
+
+    def set(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        future: asyncio.Future[Any],
+        deadline: float,
+        value: Any,
+    ) -> None:
+        """Complete ``future`` with ``value`` at ``deadline`` unless ``clear`` comes first."""
+        self._due[future] = (deadline, value)
+        if deadline < self._at:
+            self._arm(loop, deadline)
+
+    def clear(self, future: asyncio.Future[Any]) -> None:
+        """The wait of ``future`` is over: no alarm for it."""
+        self._due.pop(future, None)
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._at = deadline
+        self._timer = loop.call_later(max(deadline - hostclock.now(), 0.0), self._sweep, loop)
+
+    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Wake every wait that is due; set the timer for the earliest one left."""
+        self._timer, self._at = None, float("inf")
+        now = hostclock.now()
+        for future, (deadline, value) in list(self._due.items()):
+            if deadline <= now:
+                del self._due[future]
+                wake_future(future, value)
+        if self._due:
+            self._arm(loop, min(deadline for deadline, _ in self._due.values()))
+
+
+_alarms: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Alarms] = weakref.WeakKeyDictionary()
+
+
+def alarms(loop: asyncio.AbstractEventLoop) -> Alarms:
+    """The ``Alarms`` of ``loop`` (made on its first wait; they go with the loop)."""
+    found = _alarms.get(loop)
+    if found is None:
+        found = _alarms[loop] = Alarms()
+    return found
 
 
 class CpuLoad:
@@ -244,12 +309,13 @@ class Worker:
         loop = asyncio.get_running_loop()
         woke: asyncio.Future[bool] = loop.create_future()
         loop.add_reader(self._out, wake_future, woke, True)
-        timer = loop.call_later(max(deadline - hostclock.now(), 0.0), wake_future, woke, False)
+        alarm = alarms(loop)
+        alarm.set(loop, woke, deadline, False)
         try:
             readable = await woke
         finally:
             loop.remove_reader(self._out)
-            timer.cancel()
+            alarm.clear(woke)
         return readable or bool(self._poll.poll(0))
 
     def _fill(self) -> None:

@@ -253,3 +253,31 @@ def test_a_task_handed_the_worker_sends_its_request_before_the_giver_goes_on(
         asyncio.run(main())
     # (b may finish before a goes on: its answer can be in the pipe before it even looks)
     assert order[:2] == ["send a", "send b"] and sorted(order[2:]) == ["a goes on", "b goes on"]
+
+
+def test_alarms_wake_each_wait_at_its_own_deadline_and_never_a_cleared_one() -> None:
+    """The loop's one timer serves every wait: set out of order, each wakes with its own
+    value once its deadline passed (not before), a cleared wait never wakes."""
+    from engine.sandbox import hostclock
+    from engine.sandbox.process import alarms
+
+    async def main() -> tuple[list[str], bool]:
+        loop = asyncio.get_running_loop()
+        alarm = alarms(loop)
+        assert alarms(loop) is alarm
+        late, early, cleared = (loop.create_future() for _ in range(3))
+        start = hostclock.now()
+        alarm.set(loop, late, start + 0.2, "late")
+        alarm.set(loop, cleared, start + 0.05, "cleared")
+        alarm.set(loop, early, start + 0.1, "early")
+        alarm.clear(cleared)
+        woke = []
+        for future in asyncio.as_completed([late, early], timeout=5):
+            woke.append(await future)
+            assert hostclock.now() - start >= (0.1 if woke[-1] == "early" else 0.2)
+        await asyncio.sleep(0.05)
+        return woke, cleared.done()
+
+    woke, cleared_done = asyncio.run(main())
+    assert woke == ["early", "late"]
+    assert not cleared_done
