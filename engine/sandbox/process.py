@@ -58,14 +58,18 @@ class Alarms:
     deadline span (then it wakes what is due and is set again for the earliest left).
     Deadlines are on ``hostclock`` (a collector pause of the host does not count); used only
     from the loop's own thread.
+
+    The timer is never cancelled, nor held here: a timer made moot by an earlier one fires
+    later and finds nothing due. Held, it would hold its loop, and a loop closed before its
+    timer fired (``asyncio.run`` per request) would never be freed, nor its epoll descriptor.
     """
 
-    __slots__ = ("_at", "_due", "_timer")
+    __slots__ = ("_at", "_due")
 
     def __init__(self) -> None:
         self._due: dict[asyncio.Future[Any], tuple[float, Any]] = {}
-        self._timer: asyncio.TimerHandle | None = None
         self._at = float("inf")
+        """When the earliest timer set fires (inf: none is set, or it fired)."""
 
     def set(
         self,
@@ -84,14 +88,12 @@ class Alarms:
         self._due.pop(future, None)
 
     def _arm(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
         self._at = deadline
-        self._timer = loop.call_later(max(deadline - hostclock.now(), 0.0), self._sweep, loop)
+        loop.call_later(max(deadline - hostclock.now(), 0.0), self._sweep, loop)
 
     def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
         """Wake every wait that is due; set the timer for the earliest one left."""
-        self._timer, self._at = None, float("inf")
+        self._at = float("inf")
         now = hostclock.now()
         for future, (deadline, value) in list(self._due.items()):
             if deadline <= now:

@@ -281,3 +281,24 @@ def test_alarms_wake_each_wait_at_its_own_deadline_and_never_a_cleared_one() -> 
     woke, cleared_done = asyncio.run(main())
     assert woke == ["early", "late"]
     assert not cleared_done
+
+
+def test_a_closed_loop_with_a_wait_s_timer_still_set_is_freed() -> None:
+    """``asyncio.run`` per request: a loop that ends before its alarm timer fired is not held
+    by the alarms (nor its epoll descriptor)."""
+    import gc
+    import weakref
+
+    from engine.sandbox import hostclock
+    from engine.sandbox.process import alarms
+
+    async def main() -> weakref.ref[asyncio.AbstractEventLoop]:
+        loop = asyncio.get_running_loop()
+        waited = loop.create_future()
+        alarms(loop).set(loop, waited, hostclock.now() + 60, None)
+        alarms(loop).clear(waited)
+        return weakref.ref(loop)
+
+    gone = asyncio.run(main())
+    gc.collect()
+    assert gone() is None
