@@ -60,7 +60,7 @@ class Alarms:
     from the loop's own thread.
 
     The timer is never cancelled, nor held here: a timer made moot by an earlier one fires
-    later and finds nothing due. Held, it would hold its loop, and a loop closed before its
+    later and does nothing. Held, it would hold its loop, and a loop closed before its
     timer fired (``asyncio.run`` per request) would never be freed, nor its epoll descriptor.
     """
 
@@ -89,10 +89,14 @@ class Alarms:
 
     def _arm(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
         self._at = deadline
-        loop.call_later(max(deadline - hostclock.now(), 0.0), self._sweep, loop)
+        loop.call_later(max(deadline - hostclock.now(), 0.0), self._sweep, loop, deadline)
 
-    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Wake every wait that is due; set the timer for the earliest one left."""
+    def _sweep(self, loop: asyncio.AbstractEventLoop, at: float) -> None:
+        """Wake every wait that is due; set the timer for the earliest one left. A timer set
+        for other than ``_at`` was made moot by an earlier one (which swept and set the next):
+        it does nothing, or timers would pile up."""
+        if at != self._at:
+            return
         self._at = float("inf")
         now = hostclock.now()
         for future, (deadline, value) in list(self._due.items()):

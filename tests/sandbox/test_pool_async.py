@@ -302,3 +302,31 @@ def test_a_closed_loop_with_a_wait_s_timer_still_set_is_freed() -> None:
     gone = asyncio.run(main())
     gc.collect()
     assert gone() is None
+
+
+def test_alarm_timers_made_moot_do_not_pile_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each earlier deadline sets a timer of its own; the later timers it made moot then do
+    nothing when they fire, so the loop keeps one live timer, not one more per moot one."""
+    from engine.sandbox import hostclock
+    from engine.sandbox.process import Alarms, alarms
+
+    armed = []
+    arm = Alarms._arm
+    monkeypatch.setattr(
+        Alarms, "_arm", lambda self, loop, at: (armed.append(at), arm(self, loop, at))
+    )
+
+    async def main() -> list[int]:
+        loop = asyncio.get_running_loop()
+        start = hostclock.now()
+        waits = [loop.create_future() for _ in range(5)]
+        for n in range(5, 0, -1):  # each earlier than the last: 5 timers
+            alarms(loop).set(loop, waits[n - 1], start + n * 0.02, n)
+        woke = [await wait for wait in waits]
+        await asyncio.sleep(0.15)  # every moot timer has fired by now
+        return woke
+
+    assert asyncio.run(main()) == [1, 2, 3, 4, 5]
+    # 5, then one per sweep that left a wait (and one spare: a timer may fire a hair early);
+    # 15 if every moot timer swept and set a timer of its own
+    assert len(armed) <= 5 + 4 + 1
