@@ -61,11 +61,32 @@ class ReadGuard:
     client: tuple[str, int] | None
     timeout_keep_alive_handler: Callable[[], None]
 
-    def _guard(self, config: AdminConfig) -> None:
+    def __init__(
+        self,
+        config: AdminConfig,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)  # type: ignore[call-arg]
         self.read_timeout_s = config.read_timeout_s
         self.max_connections = config.max_connections
         self.read_deadline: asyncio.TimerHandle | None = None
         self.answered = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
+        if not self._over_cap():
+            self._watch_read()
+
+    def on_response_complete(self) -> None:
+        self.answered += 1
+        super().on_response_complete()  # type: ignore[misc]
+        self._watch_read()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_deadline()
+        super().connection_lost(exc)  # type: ignore[misc]
 
     def reading(self) -> bool:
         raise NotImplementedError
@@ -120,39 +141,15 @@ class GuardedH11Protocol(ReadGuard, H11Protocol):
     the request head is bounded by h11 itself (``h11_max_incomplete_event_size``). Used where
     httptools is not installed."""
 
-    def __init__(
-        self,
-        config: AdminConfig,
-        server_state: ServerState,
-        app_state: dict[str, Any],
-        _loop: asyncio.AbstractEventLoop | None = None,
-    ) -> None:
-        super().__init__(config, server_state, app_state, _loop)
-        self._guard(config)
-
     def reading(self) -> bool:
         return self.conn.their_state in _READING
 
     def started(self) -> bool:
         return bool(self.conn.trailing_data[0]) or self.conn.their_state is h11.SEND_BODY
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        if not self._over_cap():
-            self._watch_read()
-
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
         self._watch_read()
-
-    def on_response_complete(self) -> None:
-        self.answered += 1
-        super().on_response_complete()
-        self._watch_read()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._stop_deadline()
-        super().connection_lost(exc)
 
 
 def guarded_protocol() -> type[asyncio.Protocol]:

@@ -29,7 +29,6 @@ class GuardedHttpToolsProtocol(ReadGuard, HttpToolsProtocol):
         _loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
-        self._guard(config)
         self.max_head_bytes = config.h11_max_incomplete_event_size or DEFAULT_MAX_HEAD
         self.head_bytes = 0
         """Bytes received since the last request's head was complete."""
@@ -41,11 +40,6 @@ class GuardedHttpToolsProtocol(ReadGuard, HttpToolsProtocol):
 
     def started(self) -> bool:
         return self.head_bytes > 0 or (self.cycle is not None and self.cycle.more_body)
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        if not self._over_cap():
-            self._watch_read()
 
     def data_received(self, data: bytes) -> None:
         if self.in_head:
@@ -64,12 +58,3 @@ class GuardedHttpToolsProtocol(ReadGuard, HttpToolsProtocol):
     def on_message_complete(self) -> None:
         self.in_head = True
         super().on_message_complete()
-
-    def on_response_complete(self) -> None:
-        self.answered += 1
-        super().on_response_complete()
-        self._watch_read()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._stop_deadline()
-        super().connection_lost(exc)
