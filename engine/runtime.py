@@ -306,20 +306,9 @@ class Engine:
         """The script worker pool, started on first use."""
         with self._lock:
             if self._sandbox is None:
-                from engine.sandbox import Limits, PoolPolicy, WorkerPool
+                from engine.sandbox import pool_for
 
-                s = self.settings.scripts
-                self._sandbox = WorkerPool(
-                    size=s.workers,
-                    limits=Limits(timeout_ms=s.timeout_ms, memory_mb=s.memory_mb),
-                    policy=PoolPolicy(
-                        workers_per_hook=s.max_workers_per_hook,
-                        respawns_per_s=s.respawns_per_s,
-                        quarantine_kills=s.quarantine_kills,
-                        quarantine_window_s=s.quarantine_window_s,
-                    ),
-                    max_contexts=s.max_contexts,
-                )
+                self._sandbox = pool_for(self.settings.scripts)
             return self._sandbox
 
     def providers(self) -> Any:

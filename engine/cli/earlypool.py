@@ -56,21 +56,11 @@ class EarlyPool:
 
 
 def pool_for(settings: EngineSettings) -> Any:
-    """The worker pool ``Engine.sandbox`` makes for ``settings`` (a test keeps them equal)."""
-    from engine.sandbox import Limits, PoolPolicy, WorkerPool
+    """The worker pool ``Engine.sandbox`` makes for ``settings`` (both call
+    ``engine.sandbox.pool_for``)."""
+    from engine.sandbox import pool_for as make
 
-    s = settings.scripts
-    return WorkerPool(
-        size=s.workers,
-        limits=Limits(timeout_ms=s.timeout_ms, memory_mb=s.memory_mb),
-        policy=PoolPolicy(
-            workers_per_hook=s.max_workers_per_hook,
-            respawns_per_s=s.respawns_per_s,
-            quarantine_kills=s.quarantine_kills,
-            quarantine_window_s=s.quarantine_window_s,
-        ),
-        max_contexts=s.max_contexts,
-    )
+    return make(settings.scripts)
 
 
 def runs_scripts(project: ProjectConfig) -> bool:
