@@ -5,8 +5,11 @@ talks to a worker. Pipe cases differ only in how the host waits for the answer l
 
 - ``spin 200us``: poll(0) in a loop for 200 µs, then a blocking poll (the pool before issue 10)
 - ``spin 20us``: the same with a short spin
-- ``adaptive``: the pool's own wait (``engine.sandbox.process.Spin``): a hot wait learnt from
-  this child's recent answers, at most 60 µs from the write, dropped while answers are slow
+- ``adaptive``: the pool's own wait (``engine.sandbox.hotwait.Spin``): a hot wait learnt from
+  this child's recent answers, at most ``SPIN_CAP_S`` from the write, dropped while answers
+  are slow
+- ``adaptive, both``: the same, and the child waits hot for the next message too, as a worker
+  does (``Spin(cap=WORKER_SPIN_CAP_S)`` from its last answer)
 - ``poll``: one blocking poll with the deadline as its timeout, then os.read
 - ``select``: select.select with the deadline, then os.read
 - ``read``: a blocking os.read (the deadline would need a watchdog thread; the floor for pipes)
@@ -40,7 +43,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.sandbox.process import Spin
+from engine.sandbox.hotwait import Spin
+
+ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
 import ctypes, mmap, os, sys, time
@@ -50,15 +55,26 @@ def work():
     until = time.perf_counter() + work_s
     while time.perf_counter() < until:
         pass
-if mode == "pipe":
+if mode in ("pipe", "pipe-hot"):
     inp, out = sys.stdin.buffer, sys.stdout.buffer
+    hot = None
+    if mode == "pipe-hot":  # the worker's own hot wait for the next request (worker.py)
+        import select
+        sys.path.insert(0, sys.argv[2])
+        from engine.sandbox.hotwait import WORKER_SPIN_CAP_S, Spin
+        hot, requests = Spin(cap=WORKER_SPIN_CAP_S), select.poll()
+        requests.register(0, select.POLLIN | select.POLLHUP)
     while True:
+        if hot is not None:
+            hot.wait(requests)
         line = inp.readline()
         if not line:
             break
         work()
         out.write(line)
         out.flush()
+        if hot is not None:
+            hot.since = time.perf_counter()
 elif mode == "eventfd":
     to_child, to_host, memfd = map(int, sys.argv[2:5])
     mm = mmap.mmap(memfd, 4096)
@@ -88,9 +104,10 @@ DEADLINE_S = 1.0
 class PipeChild:
     """An echo child on stdin/stdout; ``wait`` is the host's wake-up under test."""
 
-    def __init__(self, wait: Callable[[int], None]) -> None:
+    def __init__(self, wait: Callable[[int], None], *, hot: bool = False) -> None:
+        mode = ["pipe-hot", str(ROOT)] if hot else ["pipe"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", CHILD, "pipe"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            [sys.executable, "-c", CHILD, *mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE
         )
         self.out = self.proc.stdout.fileno()  # type: ignore[union-attr]
         self.inp = self.proc.stdin.fileno()  # type: ignore[union-attr]
@@ -242,6 +259,7 @@ def run_case(child: PipeChild | SharedChild, calls: int) -> tuple[list[float], f
 CASES: dict[str, Callable[[], PipeChild | SharedChild]] = {
     "poll": lambda: PipeChild(make_poll()),
     "adaptive": lambda: PipeChild(make_adaptive()),
+    "adaptive, both": lambda: PipeChild(make_adaptive(), hot=True),
     "select": lambda: PipeChild(wait_select),
     "read": lambda: PipeChild(wait_nothing),
     "spin 20us": lambda: PipeChild(make_spin(20e-6)),

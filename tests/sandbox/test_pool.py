@@ -70,8 +70,16 @@ def test_workers_start_with_an_empty_environment_in_an_empty_directory() -> None
             assert b"HOOKENGINE_TEST_PLANTED" not in env
             cwd = os.readlink(f"/proc/{pid}/cwd")
             assert os.listdir(cwd) == []
-            fds = os.listdir(f"/proc/{pid}/fd")
-            assert len(fds) <= 4
+            fds = {
+                int(fd): os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")
+            }
+            # stdin, stdout, stderr (/dev/null), its own size (the memory guard) and the load
+            # average (the hot wait for the next request): nothing of the host's
+            assert fds[0].startswith("pipe:") and fds[1].startswith("pipe:")
+            assert fds[2] == "/dev/null"
+            own = {"/dev/null", f"/proc/{pid}/statm", "/proc/loadavg"}
+            assert set(fds.values()) - {fds[0], fds[1]} <= own
+            assert len(fds) <= 5
     finally:
         os.environ.pop("HOOKENGINE_TEST_PLANTED", None)
 
@@ -308,3 +316,25 @@ def test_an_answer_already_in_the_pipe_is_read_even_past_the_deadline(tmp_path: 
         assert worker._read(time.monotonic() - 1, 1024) == {"ready": True}
     finally:
         worker.close()
+
+
+def _cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
+
+
+def test_a_worker_between_requests_waits_hot_only_briefly() -> None:
+    """After each answer a worker may wait hot for the next request, for at most
+    WORKER_SPIN_CAP_S: a worker left idle burns no CPU, and requests spaced far apart (the hot
+    wait misses each time) are answered all the same."""
+    with WorkerPool(size=1, limits=Limits(timeout_ms=1000)) as pool:
+        script = pool.compile(GUARD, filename="g.py", language=Language.PYTHON)
+        for i in range(5):
+            result = pool.call(script, "on_tool_call", {"name": f"t{i}"}, config={}, state={})
+            assert result.value == {"notice": f"t{i}"}
+            time.sleep(0.02)
+        (pid,) = children_of(os.getpid())
+        before = _cpu_ticks(pid)
+        time.sleep(1.0)
+        assert _cpu_ticks(pid) - before <= 2  # 1 s idle: at most 2 ticks (20 ms) of CPU

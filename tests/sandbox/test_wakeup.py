@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from engine.sandbox.hotwait import WORKER_SPIN_CAP_S
 from engine.sandbox.process import _LOAD_EVERY_S, _SPIN_PROBE, SPIN_CAP_S, CpuLoad, Spin
 
 
@@ -79,3 +80,21 @@ def test_the_load_is_read_from_proc_at_most_every_interval() -> None:
     load._cores = 0  # nothing can be quiet now: a fresh look would say so
     assert load.quiet(100.0 + _LOAD_EVERY_S / 2) == first
     assert not load.quiet(100.0 + 2 * _LOAD_EVERY_S)
+
+
+def test_a_worker_waits_hot_for_the_next_request_within_its_own_cap() -> None:
+    spin = _sent(Spin(_quiet, cap=WORKER_SPIN_CAP_S))
+    assert 0 < spin.budget() <= WORKER_SPIN_CAP_S
+    poll = _Poll(ready=False)
+    started = time.perf_counter()
+    assert not spin.wait(poll)  # type: ignore[arg-type]
+    assert poll.looks >= 1
+    assert time.perf_counter() - started < 0.5  # bounded: it gives up for the blocking read
+
+
+def test_the_load_is_not_looked_at_until_a_spin_asks() -> None:
+    from engine.sandbox import hotwait
+
+    hotwait._LOAD = None
+    Spin(cap=WORKER_SPIN_CAP_S)
+    assert hotwait._LOAD is not None and hotwait._LOAD._fd is None  # opened on the first look
