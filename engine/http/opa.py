@@ -36,7 +36,7 @@ from engine.http.decisions import (
     find_agent,
     strict_json,
 )
-from engine.http.decisions import evaluate as evaluate_point
+from engine.http.decisions import aevaluate as aevaluate_point
 from engine.http.errors import ApiError, summarize
 from engine.http.fast import Answer, FastRoute, Params, take
 from engine.outcome import Outcome
@@ -156,9 +156,7 @@ async def answer_data(engine: Any, agent: str, point: str, body: OpaIn) -> dict[
     """The data route's answer: ``{decision_id, result}``."""
     found, name = find_agent(engine, agent), check_point(point)
     event, scope = split_input(body.input, SINGLE)
-    outcome = await run_in_threadpool(
-        evaluate_point, found, name, event, scope, host=HOST, at=SINGLE
-    )
+    outcome = await aevaluate_point(found, name, event, scope, host=HOST, at=SINGLE)
     return {"decision_id": outcome.id, "result": result(outcome, event)}
 
 

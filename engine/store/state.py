@@ -37,17 +37,31 @@ def expiry(time: str | None, ttl_s: float) -> str | None:
         return None
 
 
+STATE_LOAD = 'SELECT "key", value FROM script_state WHERE hook = {0} AND scope = {0}'
+STATE_LIVE = " AND (expires_at IS NULL OR expires_at > {0})"
+
+
 class StateTables(Database):
     """host.state of script hooks: one row per key; an expired row reads as absent."""
 
     def state_load(self, hook: str, scope: str, *, now: str | None = None) -> dict[str, Any]:
-        t = state_table
-        stmt = sa.select(t.c.key, t.c.value).where(t.c.hook == hook, t.c.scope == scope)
+        # Plain SQL, made once per store: a select built per call cost most of the read.
         moment = utc(now)
-        if moment is not None:
-            stmt = stmt.where(sa.or_(t.c.expires_at.is_(None), t.c.expires_at > moment))
-        rows = self._read(lambda conn: conn.execute(stmt).all())
-        return {str(key): json.loads(str(value)) for key, value in rows}
+        if moment is None:
+            sql, params = self._state_sql()[0], (hook, scope)
+        else:
+            sql, params = self._state_sql()[1], (hook, scope, moment)
+        return {str(key): json.loads(str(value)) for key, value in self._read_sql(sql, params)}
+
+    def _state_sql(self) -> tuple[str, str]:
+        """``state_load``'s two statements (all rows; rows live at a moment) in the driver's
+        parameter style."""
+        found: tuple[str, str] | None = self.__dict__.get("_state_statements")
+        if found is None:
+            mark = "?" if self.engine.dialect.paramstyle == "qmark" else "%s"
+            every = STATE_LOAD.format(mark)
+            found = self.__dict__["_state_statements"] = (every, every + STATE_LIVE.format(mark))
+        return found
 
     def state_save(
         self,

@@ -133,3 +133,23 @@ def test_a_v3_store_is_migrated_to_v4_keeping_its_state(db_url: str) -> None:
     reopened = open_store(db_url)
     assert reopened.migrated_from == SCHEMA_VERSION  # type: ignore[attr-defined]
     reopened.close()
+
+
+def test_a_state_read_the_database_refuses_is_a_store_error(tmp_path: Any) -> None:
+    """The plain-SQL read path (SQLite straight on the DBAPI connection) still answers a
+    failing read with StoreError, naming the store, never a raw driver exception."""
+    import sqlite3
+
+    import pytest
+
+    from engine.errors import StoreError
+
+    path = tmp_path / "store.db"
+    store = open_store(str(path))
+    store.state_save("h", "user:u", {"k": 1}, time=T0)
+    assert store.state_load("h", "user:u", now=at(1)) == {"k": 1}
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE script_state")
+    with pytest.raises(StoreError, match=r"store .*store\.db.*read failed: no such table"):
+        store.state_load("h", "user:u", now=at(1))
+    store.close()
