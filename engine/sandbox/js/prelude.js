@@ -414,12 +414,27 @@ globalThis.__he = (function (g) {
       freeze(script);
       freeze(script.prototype);
       if (withHost || withRegex) { hostLib(); }
-      if (withRegex) { lib.engine(); }
+      if (withRegex) { lib.engine().pin(literalsOf(wrapped)); }
       var once = valuesWrapped === null ? "no" : runOnce(valuesWrapped, bodyWrapped, objects);
       if (!trial) { return stringify({ ok: true, once: once, functions: [] }); }
       var fns = kept === null ? script() : body(kept);
       return stringify({ ok: true, once: once, functions: Object.keys(fns).filter(function (k) { return typeof fns[k] === "function"; }) });
     } catch (e) { script = null; body = null; kept = null; return stringify({ ok: false, error: describe(e) }); }
+  }
+
+  /* The string literals written in a source (quoted with " or ', on one line), for the
+     pattern engine to compile once per context (regex.js pin): a function of the source
+     alone. A quote in a comment or a literal with escapes JSON lacks only adds a string no
+     call asks for, or leaves one out: either way calls answer the same. */
+  var LITERALS = "\"(?:[^\"\\\\\\n]|\\\\.)*\"|'(?:[^'\\\\\\n]|\\\\.)*'";
+  function literalsOf(source) {
+    var re = new RegExpCtor(LITERALS, "g"), found = [], m, text;
+    while ((m = re.exec(source)) !== null && found.length < 4096) {
+      text = m[0];
+      if (text.charAt(0) === "'") { text = "\"" + text.slice(1, -1).split("\\'").join("'").split("\"").join("\\\"") + "\""; }
+      try { found.push(parse(text)); } catch (e) { /* not JSON: left out */ }
+    }
+    return found;
   }
 
   /* host.match/redact for Python scripts, in a context of their own (see freshPatterns). */

@@ -178,10 +178,46 @@
     var p = new Program();
     gen(ast, p, ci);
     p.emit(MATCH, 0, 0, null);
-    p.mark = new Int32Array(p.op.length);
+    var size = p.op.length;
+    /* The marks, two thread lists (pc, start) and the closure's stack, made once per
+       program: a search allocates nothing per step. A list holds each pc at most once
+       (mark); the stack takes at most two pushes per pc expanded, and each pc is expanded
+       once per step. */
+    p.mark = new Int32Array(size);
     p.stamp = 0;
+    p.pcs = [new Int32Array(size), new Int32Array(size)];
+    p.starts = [new Int32Array(size), new Int32Array(size)];
+    p.stack = new Int32Array(2 * size + 2);
+    p.prefix = ci ? "" : prefixOf(ast);
     return p;
   }
+
+  /* The text every match starts with, when the pattern begins with plain characters (the
+     first ops of the program are then those CHARs, with no SPLIT before them): a search with
+     no live thread jumps to its next occurrence with indexOf instead of starting a thread at
+     every position. */
+  function prefixOf(node) {
+    var out = [];
+    prefixInto(node, out);
+    return out.join("");
+  }
+  /* Appends the node's leading plain characters to ``out``; whether what follows the node
+     may still add to the prefix. (A plain function, not a closure: a recursive closure is a
+     cycle only the collector frees.) */
+  function prefixInto(n, out) {
+    if (n.t === "char") {
+      if (n.neg || n.r.length !== 1 || n.r[0][0] !== n.r[0][1]) { return false; }
+      out.push(String.fromCharCode(n.r[0][0]));
+      return true;
+    }
+    if (n.t === "cat") {
+      for (var i = 0; i < n.items.length; i++) { if (!prefixInto(n.items[i], out)) { return false; } }
+      return true;
+    }
+    if (n.t === "rep" && n.min >= 1) { prefixInto(n.x, out); }
+    return false;
+  }
+
 
   function inClass(cls, c) {
     var r = cls.r, hit = false;
@@ -200,46 +236,80 @@
     return k === "b" ? edge : !edge;
   }
 
-  // Adds the epsilon closure of pc (in priority order) to a thread list; mark[] dedups per step.
-  function addThread(p, list, pc0, start, text, pos) {
-    var stack = [pc0];
-    while (stack.length) {
-      var pc = stack.pop();
-      if (p.mark[pc] === p.stamp) { continue; }
-      p.mark[pc] = p.stamp;
-      var op = p.op[pc];
-      if (op === JMP) { stack.push(p.a[pc]); }
-      else if (op === SPLIT) { stack.push(p.b[pc]); stack.push(p.a[pc]); }
-      else if (op === ASSERT) { if (holds(p.a[pc], text, pos)) { stack.push(pc + 1); } }
-      else { list.pc.push(pc); list.st.push(start); }
+  // Adds the epsilon closure of pc (in priority order) to a thread list (pcs, starts, at n);
+  // mark[] dedups per step. Returns the list's new length.
+  function addThread(p, pcs, starts, n, pc0, start, text, pos) {
+    var stack = p.stack, top = 0, mark = p.mark, stamp = p.stamp, ops = p.op;
+    stack[top++] = pc0;
+    while (top > 0) {
+      var pc = stack[--top];
+      if (mark[pc] === stamp) { continue; }
+      mark[pc] = stamp;
+      var op = ops[pc];
+      if (op === JMP) { stack[top++] = p.a[pc]; }
+      else if (op === SPLIT) { stack[top++] = p.b[pc]; stack[top++] = p.a[pc]; }
+      else if (op === ASSERT) { if (holds(p.a[pc], text, pos)) { stack[top++] = pc + 1; } }
+      else { pcs[n] = pc; starts[n] = start; n++; }
     }
+    return n;
   }
 
   function search(p, text, from) {
-    var clist = { pc: [], st: [] }, best = null, n = text.length;
+    var cpc = p.pcs[0], cst = p.starts[0], npc = p.pcs[1], nst = p.starts[1];
+    var cn = 0, nn, swap, best = null, n = text.length, prefix = p.prefix, ops = p.op;
+    if (p.stamp > 0x3fffffff) { p.mark.fill(0); p.stamp = 0; }  // a pinned program's, after many calls
     p.stamp++;
     for (var i = from; i <= n; i++) {
-      if (best === null) { addThread(p, clist, 0, i, text, i); }
+      if (best === null) {
+        if (cn === 0 && prefix !== "") {  // no live thread: the next match starts at the prefix
+          var next = text.indexOf(prefix, i);
+          if (next < 0) { break; }
+          i = next;
+        }
+        cn = addThread(p, cpc, cst, cn, 0, i, text, i);
+      }
       // No live thread: done if a match was found; else a later start may still match.
-      if (clist.pc.length === 0) { if (best !== null) { break; } p.stamp++; continue; }
-      var c = i < n ? text.charCodeAt(i) : -1, nlist = { pc: [], st: [] };
+      if (cn === 0) { if (best !== null) { break; } p.stamp++; continue; }
+      var c = i < n ? text.charCodeAt(i) : -1;
+      nn = 0;
       p.stamp++;
-      for (var t = 0; t < clist.pc.length; t++) {
-        var pc = clist.pc[t], op = p.op[pc];
-        if (op === MATCH) { best = [clist.st[t], i]; break; }
+      for (var t = 0; t < cn; t++) {
+        var pc = cpc[t], op = ops[pc];
+        if (op === MATCH) { best = [cst[t], i]; break; }
         if (c < 0) { continue; }
         if ((op === CHAR && inClass(p.cls[pc], c)) || (op === ANY && c !== 10)) {
-          addThread(p, nlist, pc + 1, clist.st[t], text, i + 1);
+          nn = addThread(p, npc, nst, nn, pc + 1, cst[t], text, i + 1);
         }
       }
-      clist = nlist;
+      swap = cpc; cpc = npc; npc = swap;
+      swap = cst; cst = nst; nst = swap;
+      cn = nn;
     }
     return best;
   }
 
+  /* Patterns compiled when the context is prepared (pin), from the script's source alone:
+     every context of a script starts with the same ones, so what a call finds compiled says
+     nothing about earlier calls. Everything else is compiled in the call, into ``cache``. */
+  var pinned = new Map(), PIN_MAX = 32, PIN_OPS = 2048, PIN_CHARS = 300;
+  var META = /[\\\[\]()|*+?{}^$.]/;
+  function pin(patterns) {
+    var ops = 0;
+    for (var i = 0; i < patterns.length && pinned.size < PIN_MAX; i++) {
+      var s = patterns[i], p;
+      if (typeof s !== "string" || s.length > PIN_CHARS || pinned.has(s) || !META.test(s)) { continue; }
+      try { p = compile(s); } catch (e) { if (e instanceof SyntaxError) { continue; } throw e; }
+      if (ops + p.op.length > PIN_OPS) { continue; }
+      ops += p.op.length;
+      pinned.set(s, p);
+    }
+    return pinned.size;
+  }
   var cache = new Map();
   function program(pattern) {
-    var p = cache.get(pattern);
+    var p = pinned.get(pattern);
+    if (p !== undefined) { return p; }
+    p = cache.get(pattern);
     if (p === undefined) {
       p = compile(pattern);
       if (cache.size >= 256) { cache.clear(); }
@@ -261,6 +331,8 @@
     }
     return text;
   }
-  function reset() { cache.clear(); }
-  return Object.freeze({ match: match, redact: redact, compile: compile, reset: reset });
+  /* A new map, not clear(): a cleared map keeps the table it grew, so a call could tell
+     whether an earlier one compiled a pattern (the pinned ones aside, none compiles any). */
+  function reset() { cache = new Map(); }
+  return Object.freeze({ match: match, redact: redact, compile: compile, reset: reset, pin: pin });
 })();

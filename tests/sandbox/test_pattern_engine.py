@@ -1,0 +1,202 @@
+"""The pattern engine behind host.match and host.redact (engine/sandbox/js/regex.js) against
+Python's ``re`` on the syntax both share: the same matches, leftmost-first, and the same
+redactions, for generated patterns and texts. The engine is the one a worker runs (the
+regex context of ``JavaScriptRuntime``), so its speed-ups (a literal prefix found with
+``indexOf``, thread lists without allocation) are held to the same answers."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.sandbox.javascript import JavaScriptRuntime
+
+ALPHABET = "ab-_ x\n1"
+
+
+@pytest.fixture(scope="module")
+def runtime() -> JavaScriptRuntime:
+    return JavaScriptRuntime()
+
+
+def engine(runtime: JavaScriptRuntime, op: dict[str, Any]) -> Any:
+    return runtime.regex(op, call=object(), remaining_s=5.0, memory_mb=64)
+
+
+def _atom() -> st.SearchStrategy[tuple[str, str]]:
+    """(engine pattern, Python pattern) pairs for one atom."""
+    literal = st.sampled_from(["a", "b", "-", "_", " ", "1", "ab", "ba", "sk-"]).map(
+        lambda s: (re.escape(s).replace("\\-", "-").replace("\\ ", " "),) * 2
+    )
+    classes = st.sampled_from(
+        ["[ab]", "[^a]", "[a-b1]", "\\w", "\\W", "\\d", "\\s", "\\S", "."]
+    ).map(lambda s: (s, s))
+    # (\B is left out: Python's never matches an empty text, RE2's and ours do)
+    anchors = st.sampled_from([("^", "^"), ("$", "\\Z"), ("\\b", "\\b")])
+    return st.one_of(literal, literal, classes, anchors)
+
+
+def _pattern(depth: int = 0) -> st.SearchStrategy[tuple[str, str]]:
+    atom = _atom() if depth >= 2 else st.one_of(_atom(), _group(depth))
+    repeated = st.tuples(
+        atom, st.sampled_from(["", "", "*", "+", "?", "*?", "+?", "{2}", "{1,3}", "{2,}"])
+    ).map(lambda t: _repeat(t[0], t[1]))
+    concat = st.lists(repeated, min_size=1, max_size=4).map(
+        lambda parts: ("".join(p[0] for p in parts), "".join(p[1] for p in parts))
+    )
+    return st.lists(concat, min_size=1, max_size=3).map(
+        lambda alts: ("|".join(a[0] for a in alts), "|".join(a[1] for a in alts))
+    )
+
+
+def _group(depth: int) -> st.SearchStrategy[tuple[str, str]]:
+    return st.deferred(lambda: _pattern(depth + 1)).map(lambda p: (f"(?:{p[0]})", f"(?:{p[1]})"))
+
+
+def _repeat(atom: tuple[str, str], how: str) -> tuple[str, str]:
+    if how and atom[0] in ("^", "$", "\\b", "\\B"):
+        return atom  # nothing to repeat: both refuse it
+    return atom[0] + how, atom[1] + how
+
+
+patterns = _pattern()
+texts = st.text(alphabet=ALPHABET, max_size=24)
+
+
+def _python(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, flags | re.ASCII)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=patterns, text=texts)
+def test_match_finds_what_python_finds(
+    runtime: JavaScriptRuntime, pattern: tuple[str, str], text: str
+) -> None:
+    ours, theirs = pattern
+    expected = _python(theirs).search(text) is not None
+    assert engine(runtime, {"op": "match", "pattern": ours, "text": text}) is expected
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=patterns, text=texts)
+def test_redact_replaces_what_python_replaces(
+    runtime: JavaScriptRuntime, pattern: tuple[str, str], text: str
+) -> None:
+    ours, theirs = pattern
+    compiled = _python(theirs)
+    expected = _redacted(compiled, text, "#")
+    got = engine(runtime, {"op": "redact", "text": text, "patterns": [ours], "replacement": "#"})
+    assert got == expected
+
+
+def _redacted(compiled: re.Pattern[str], text: str, replacement: str) -> str:
+    """The engine's redaction: each leftmost-first match replaced; an empty match replaces
+    nothing and the search goes on one character later."""
+    out, pos, start = [], 0, 0
+    while start <= len(text):
+        m = compiled.search(text, start)
+        if m is None:
+            break
+        if m.end() == m.start():
+            start = m.start() + 1
+            continue
+        out.append(text[pos : m.start()] + replacement)
+        pos = start = m.end()
+    return "".join(out) + text[pos:]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=patterns, text=texts)
+def test_case_folding_is_ascii_and_agrees(
+    runtime: JavaScriptRuntime, pattern: tuple[str, str], text: str
+) -> None:
+    ours, theirs = pattern
+    text = text.replace("a", "A", 1)
+    expected = _python(theirs, re.IGNORECASE).search(text) is not None
+    assert engine(runtime, {"op": "match", "pattern": "(?i)" + ours, "text": text}) is expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "redacted"),
+    [
+        ("sk-[A-Za-z0-9]{20,}", "API_KEY=sk-bench0123456789abcdefXYZ\nregion=eu", None),
+        ("sk-[A-Za-z0-9]{20,}", "sk-short sk-" + "a" * 20 + " sk-sk-" + "b" * 21, None),
+        ("sk-[a-z]+|sk-[a-z0-9]+", "x sk-abc1 y", None),
+        ("ab|abab", "abababab", None),
+        ("\\bkey\\b", "keys key monkey key", None),
+        ("(?i)SECRET-\\d+", "secret-12 Secret-9 SECRET-", None),
+        ("^sk-\\w+$", "sk-abc", None),
+        ("x*", "aaa", "aaa"),
+    ],
+)
+def test_known_redactions(
+    runtime: JavaScriptRuntime, pattern: str, text: str, redacted: str | None
+) -> None:
+    flags = re.IGNORECASE if pattern.startswith("(?i)") else 0
+    theirs = pattern.removeprefix("(?i)").replace("$", "\\Z")
+    expected = redacted if redacted is not None else _redacted(_python(theirs, flags), text, "#")
+    got = engine(runtime, {"op": "redact", "text": text, "patterns": [pattern], "replacement": "#"})
+    assert got == expected
+
+
+def test_a_long_text_with_no_match_of_a_literal_prefix_is_answered(
+    runtime: JavaScriptRuntime,
+) -> None:
+    text = "x" * 200_000 + "sk-" + "a" * 25
+    got = engine(
+        runtime,
+        {"op": "redact", "text": text, "patterns": ["sk-[a-z]{20,}"], "replacement": "#"},
+    )
+    assert got == "x" * 200_000 + "#"
+
+
+# -- patterns written in a script's source are compiled once per context (regex.js pin) ------
+
+
+def _script_runtime(source: str) -> Any:
+    from tests.sandbox.test_fresh_state import compiled_runtime
+
+    return compiled_runtime(source)
+
+
+def _call(js: Any, name: str) -> Any:
+    from tests.sandbox.test_fresh_state import js_call
+
+    answer = js_call(js, name)
+    assert answer["ok"], answer
+    return answer["value"]
+
+
+def test_literal_and_computed_patterns_answer_the_same_on_every_call() -> None:
+    js = _script_runtime(
+        "var KEY = 'sk-[a-z]{3,}';\n"
+        'const WORD = "\\\\bdrop\\\\b";\n'
+        "function on_tool_call(event, host) {\n"
+        "  var computed = 'id-' + '[0-9]+';\n"
+        "  var text = event.name + ' sk-abcd id-42 drop';\n"
+        "  return {notice: [host.redact(text, [KEY, computed], '#'),\n"
+        "    host.match(WORD, event.name), host.match('(?i)DROP', event.name)].join('|')};\n"
+        "}\n"
+    )
+    for name in ("probe", "drop", "probe", "Drop table", "probe"):
+        got = _call(js, name)["notice"]
+        expected_match = "true" if name == "drop" else "false"
+        expected_ci = "true" if "rop" in name.lower() else "false"
+        assert got == f"{name} # # drop|{expected_match}|{expected_ci}"
+
+
+def test_a_script_full_of_patterns_loads_and_runs_within_the_pin_caps() -> None:
+    literals = ", ".join(f"'k{i}-[a-z]{{2,}}'" for i in range(200))
+    js = _script_runtime(
+        f"const PATTERNS = [{literals}];\n"
+        "function on_tool_call(event, host) {\n"
+        "  var some = [PATTERNS[7], PATTERNS[199], PATTERNS[3]];  // pinned, not pinned, pinned\n"
+        "  return {notice: host.redact('k7-ab k199-cd k3-x', some, '#')};\n"
+        "}\n"
+    )
+    assert _call(js, "probe") == {"notice": "# # k3-x"}
+    assert _call(js, "again") == {"notice": "# # k3-x"}
