@@ -32,11 +32,11 @@ from engine.http.decisions import (
     changes,
     check_point,
     decide_batch,
+    decide_one,
     fast_path,
     find_agent,
     strict_json,
 )
-from engine.http.decisions import aevaluate as aevaluate_point
 from engine.http.errors import ApiError, summarize
 from engine.http.fast import Answer, FastRoute, Params, take
 from engine.outcome import Outcome
@@ -156,7 +156,7 @@ async def answer_data(engine: Any, agent: str, point: str, body: OpaIn) -> dict[
     """The data route's answer: ``{decision_id, result}``."""
     found, name = find_agent(engine, agent), check_point(point)
     event, scope = split_input(body.input, SINGLE)
-    outcome = await aevaluate_point(found, name, event, scope, host=HOST, at=SINGLE)
+    outcome = await decide_one(engine, found, name, event, scope, host=HOST, at=SINGLE)
     return {"decision_id": outcome.id, "result": result(outcome, event)}
 
 

@@ -75,9 +75,9 @@ class Spin:
     the same run, with the child working 200 µs, a 200 µs spin (what the pool did before
     issue 10) took 198.8 µs of host CPU per call against 8.3 µs, and doubled the round trip.
     So the spin is learnt per worker: it lasts about twice the answers this worker gave while
-    the host spun (at most ``SPIN_CAP_S`` from the write: 200 µs, since a worker runs the
-    no_deletes guard in about 45 µs of wall time and the Python one in about 60, both over a
-    60 µs cap the host had before), it is dropped after a run of answers
+    the host spun (at most ``SPIN_CAP_S`` from the write: 200 µs; the no_deletes guard keeps a
+    worker busy about as long as the 60 µs cap the host had before, so most answers came after
+    it), it is dropped after a run of answers
     that came after it (a slow script, a worker waiting for a CPU), and then tried again on one
     call in ``_SPIN_PROBE`` only.
 

@@ -47,10 +47,8 @@ class StateTables(Database):
     def state_load(self, hook: str, scope: str, *, now: str | None = None) -> dict[str, Any]:
         # Plain SQL, made once per store: a select built per call cost most of the read.
         moment = utc(now)
-        if moment is None:
-            sql, params = self._state_sql()[0], (hook, scope)
-        else:
-            sql, params = self._state_sql()[1], (hook, scope, moment)
+        params: tuple[str, ...] = (hook, scope) if moment is None else (hook, scope, moment)
+        sql = self._state_sql()[0 if moment is None else 1]
         return {str(key): json.loads(str(value)) for key, value in self._read_sql(sql, params)}
 
     def _state_sql(self) -> tuple[str, str]:

@@ -592,3 +592,47 @@ def test_schemathesis_finds_no_server_error_on_any_route(base: str) -> None:
 
         probe()
     assert seen and 200 in seen and all(code < 500 for code in seen)
+
+
+# --- where single decisions run -------------------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_single_decisions_run_on_the_loop_with_sqlite_and_in_threads_with_postgres(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both ways answer alike: a block, a rewrite, a 422 with the request's paths."""
+    from engine.http.decisions import on_loop
+    from tests.backends import pg_schema
+
+    for name, value in TOKENS.items():
+        monkeypatch.setenv(name, value)
+    sqlite = make_engine(tmp_path / "sqlite")
+    try:
+        assert on_loop(sqlite)
+        answers = {"sqlite": _three_answers(sqlite)}
+    finally:
+        sqlite.close()
+    with pg_schema() as url:
+        pg = Engine.load(tmp_path / "sqlite" / "config", db=url)
+        try:
+            assert not on_loop(pg)
+            answers["postgres"] = _three_answers(pg)
+        finally:
+            pg.close()
+    assert answers["sqlite"] == answers["postgres"]
+    blocked, rewritten, bad = answers["sqlite"]
+    assert blocked == (200, True, "deleting is not allowed: rm -rf /")
+    assert rewritten == (200, False, None)
+    assert bad[0] == 422 and ["body", "event", "name"] in bad[1]
+
+
+def _three_answers(engine: Engine) -> list[Any]:
+    with TestClient(create_app(engine), headers=BEARER) as c:
+        out: list[Any] = []
+        for body in (shell("rm -rf /"), shell("sudo ls")):
+            r = c.post(TOOL, json=body)
+            out.append((r.status_code, r.json()["blocked"], r.json()["reason"]))
+        r = c.post(TOOL, json={"event": {"name": 5, "input": {}}})
+        out.append((r.status_code, [e["loc"] for e in r.json()["errors"]]))
+    return out
