@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.sandbox import hostclock
-from engine.sandbox.hotwait import _LOAD_EVERY_S, _SPIN_PROBE, SPIN_CAP_S, CpuLoad, Spin
+from engine.sandbox.hotwait import Spin
 
 if TYPE_CHECKING:
     import asyncio  # imported where used: only the async paths need it
@@ -32,7 +32,6 @@ _BOOT = (
 )
 START_TIMEOUT_S = 10.0
 _decode = json.JSONDecoder().decode
-__all__ = ["SPIN_CAP_S", "_LOAD_EVERY_S", "_SPIN_PROBE", "CpuLoad", "Spin", "Worker", "WorkerDied"]
 
 
 def wake_future(future: asyncio.Future[Any], result: Any = None) -> None:

@@ -1,11 +1,18 @@
-"""The host's hot wait for a worker's answer (process.Spin): learnt, bounded, dropped when slow."""
+"""The hot waits (hotwait.Spin): the host's for a worker's answer, a worker's for the next
+request; learnt, bounded, dropped when slow, never on a machine with no core to spare."""
 
 from __future__ import annotations
 
 import time
 
-from engine.sandbox.hotwait import WORKER_SPIN_CAP_S
-from engine.sandbox.process import _LOAD_EVERY_S, _SPIN_PROBE, SPIN_CAP_S, CpuLoad, Spin
+from engine.sandbox.hotwait import (
+    _LOAD_EVERY_S,
+    _SPIN_PROBE,
+    SPIN_CAP_S,
+    WORKER_SPIN_CAP_S,
+    CpuLoad,
+    Spin,
+)
 
 
 class _Poll:

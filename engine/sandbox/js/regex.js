@@ -218,7 +218,6 @@
     return false;
   }
 
-
   function inClass(cls, c) {
     var r = cls.r, hit = false;
     for (var k = 0; k < r.length; k++) { if (c >= r[k][0] && c <= r[k][1]) { hit = true; break; } }
