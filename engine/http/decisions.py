@@ -201,23 +201,6 @@ def evaluate(
         raise relocate(exc, at) from exc
 
 
-async def aevaluate(
-    agent: Any,
-    point: str,
-    event: Mapping[str, Any],
-    options: Mapping[str, Any],
-    *,
-    host: str | None,
-    at: Place,
-) -> Outcome:
-    """``evaluate`` on the server's event loop (``agent.aevaluate``: script hooks awaited
-    there, store-bound built-ins in a thread), with the same 422."""
-    try:
-        return await agent.aevaluate(point, event, host=host, **options)
-    except EventError as exc:
-        raise relocate(exc, at) from exc
-
-
 def on_loop(engine: Any) -> bool:
     """Whether single decisions run on the server's event loop: with an SQLite store, where
     what a decision reads and writes on the loop (``host.state``) is a local file's, in
@@ -240,9 +223,12 @@ async def decide_one(
     """One decision of a single route: on the event loop or in the threadpool (``on_loop``).
     On the loop it is cheaper: ``python bench/bench_http.py`` printed 0.72 ms of server CPU
     per decision against 1.03 ms in the threadpool (docs/http.md)."""
-    if on_loop(engine):
-        return await aevaluate(agent, point, event, options, host=host, at=at)
-    return await run_in_threadpool(evaluate, agent, point, event, options, host=host, at=at)
+    if not on_loop(engine):
+        return await run_in_threadpool(evaluate, agent, point, event, options, host=host, at=at)
+    try:
+        return await agent.aevaluate(point, event, host=host, **options)
+    except EventError as exc:
+        raise relocate(exc, at) from exc
 
 
 def relocate(exc: EventError, at: Place) -> ApiError:
