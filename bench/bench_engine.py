@@ -34,7 +34,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_pipeline import write_config as write_inject_config
-from common import EVENTS, GUARD_CONFIG, copy_scripts, script_hook, tool_calls, write_agent
+from common import (
+    EVENTS,
+    GUARD_CONFIG,
+    copy_scripts,
+    script_hook,
+    tool_calls,
+    uptime,
+    write_agent,
+)
 
 from engine import Engine
 
@@ -98,11 +106,6 @@ def inject_engine(root: Path, hooks: int) -> Engine:
     names = [f"ctx{i}" for i in range(hooks)]
     agent.write_text(f"hooks: [{', '.join(names)}]\n", encoding="utf-8")
     return Engine.load(config, db=str(root / f"inject{hooks}" / "store.db"), records=False)
-
-
-def uptime() -> str:
-    with open("/proc/loadavg", encoding="ascii") as f:
-        return "load average " + ", ".join(f.read().split()[:3])
 
 
 def main(argv: list[str] | None = None) -> int:

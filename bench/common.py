@@ -79,6 +79,12 @@ def measure(
     return times
 
 
+def uptime() -> str:
+    """The load averages, as ``uptime`` prints them, for a bench's first and last lines."""
+    with open("/proc/loadavg", encoding="ascii") as f:
+        return "load average " + ", ".join(f.read().split()[:3])
+
+
 def pct(times: list[float], q: float) -> float:
     ordered = sorted(times)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]

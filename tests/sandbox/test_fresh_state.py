@@ -474,6 +474,34 @@ def test_the_pattern_cache_of_a_script_context_lives_for_one_call() -> None:
     assert js._ready["k"].ctx.memory()["memory_used_size"] == used
 
 
+@pytest.mark.parametrize(
+    "plant",
+    [
+        # objects of 60 prototypes alive at once: the runtime's table of shapes would grow
+        "var keep = []; for (var i = 0; i < 60; i++) { keep.push(Object.create({})); }",
+        # patterns compiled in the call: case-folded, repeated, alternatives, classes
+        "['(?i)pin-x+', '(?i)(ab|cd)+e', '[a-f]{12,}', '(?i)a{9}b', 'x|y|z'].forEach("
+        "function (p) { host.match(p + event.name.length, 'x PIN-XX abcde'); });",
+        # a pinned pattern with no literal prefix, on a text where its search skips ahead
+        "host.redact('a long text with one number 1234x in it', [PINNED[2]], '#');",
+    ],
+)
+def test_a_call_that_grows_the_runtimes_tables_leaves_no_trace(plant: str) -> None:
+    # The context is prepared with room to spare (prelude.js), so an ordinary call grows no
+    # table of the runtime: its memory after the call is what it was before, to the byte.
+    literals = "var PINNED = ['(?i)a+', 'x+', '[0-9]{4}x'];\n"  # pinned: alive in the context
+    js = compiled_runtime(
+        literals + "function on_tool_call(event, host) {\n"
+        f"  if (event.name === 'plant') {{ {plant} }} else {{ host.match('a' + '+', 'aa'); }}\n"
+        "  return null;\n}\n"
+    )
+    js_call(js, "probe")
+    used = js._ready["k"].ctx.memory()["memory_used_size"]
+    assert js_call(js, "plant")["ok"]
+    js_call(js, "probe")
+    assert js._ready["k"].ctx.memory()["memory_used_size"] == used
+
+
 def regex_memory(history: list[dict[str, object]], limit_mb: int) -> tuple[int, int]:
     js = JavaScriptRuntime()
     for op in history:

@@ -446,5 +446,16 @@ globalThis.__he = (function (g) {
       return stringify({ ok: true, value: r });
     } catch (e) { return stringify({ ok: false, error: describe(e) }); }
   }
+  /* The runtime's table of shapes grows, and never shrinks, once more objects with distinct
+     prototypes are alive at once than it has room for (each such object has a hashed shape).
+     A call makes about 30 (its functions, class instances, typed arrays): near the table's
+     first size, so a call that made a few more would grow it, once, and leave that in memory
+     (test_fresh_state.py checks a call's memory to the byte). Grown here to 256 slots (2 KB),
+     the same for every script, no ordinary call grows it: 100 objects, each with a
+     prototype of its own, all alive at once. */
+  (function () {
+    var live = [];
+    for (var i = 0; i < 100; i++) { live.push(create({})); }
+  })();
   return freeze({ call: call, callKeyed: callKeyed, config: setConfig, prepare: prepare, regex: regexOp, fresh: freshPatterns });
 })(globalThis);

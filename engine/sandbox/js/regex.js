@@ -3,7 +3,7 @@
    Written in JS so that Python and JavaScript scripts get byte-identical semantics. */
 (function () {
   "use strict";
-  var CHAR = 0, ANY = 1, SPLIT = 2, JMP = 3, ASSERT = 4, MATCH = 5;
+  var CHAR = 0, ANY = 1, SPLIT = 2, JMP = 3, ASSERT = 4, MATCH = 5, ONE = 6;  // ONE: one code (a)
   var MAX_REPEAT = 1000, MAX_PROGRAM = 20000;
   var DIGIT = [[48, 57]], WORD = [[48, 57], [65, 90], [95, 95], [97, 122]];
   var SPACE = [[9, 13], [32, 32]];
@@ -133,33 +133,39 @@
     return out;
   }
 
-  function gen(node, p, ci) {
+  /* Emits the ops of ``node``; ``classes`` maps each char node to its class, made once. */
+  function gen(node, p, ci, classes) {
     var i, L;
     switch (node.t) {
-      case "char": p.emit(CHAR, 0, 0, { r: ci ? fold(node.r) : node.r, neg: node.neg }); return;
+      case "char": {
+        var cls = classes.get(node);
+        if (cls === undefined) { cls = charClass(node, ci); classes.set(node, cls); }
+        if (cls.one >= 0) { p.emit(ONE, cls.one, 0, null); } else { p.emit(CHAR, 0, 0, cls); }
+        return;
+      }
       case "any": p.emit(ANY, 0, 0, null); return;
       case "assert": p.emit(ASSERT, node.k, 0, null); return;
-      case "cat": for (i = 0; i < node.items.length; i++) { gen(node.items[i], p, ci); } return;
+      case "cat": for (i = 0; i < node.items.length; i++) { gen(node.items[i], p, ci, classes); } return;
       case "alt": {
         var jumps = [];
         for (i = 0; i < node.alts.length - 1; i++) {
           L = p.emit(SPLIT, 0, 0, null);
-          p.a[L] = L + 1; gen(node.alts[i], p, ci);
+          p.a[L] = L + 1; gen(node.alts[i], p, ci, classes);
           jumps.push(p.emit(JMP, 0, 0, null)); p.b[L] = p.op.length;
         }
-        gen(node.alts[node.alts.length - 1], p, ci);
+        gen(node.alts[node.alts.length - 1], p, ci, classes);
         for (i = 0; i < jumps.length; i++) { p.a[jumps[i]] = p.op.length; }
         return;
       }
       case "rep": {
-        for (i = 0; i < node.min; i++) { gen(node.x, p, ci); }
+        for (i = 0; i < node.min; i++) { gen(node.x, p, ci, classes); }
         if (node.max < 0) {
-          L = p.emit(SPLIT, 0, 0, null); gen(node.x, p, ci); p.emit(JMP, L, 0, null);
+          L = p.emit(SPLIT, 0, 0, null); gen(node.x, p, ci, classes); p.emit(JMP, L, 0, null);
           setSplit(p, L, L + 1, p.op.length, node.lazy);
         } else {
           var ends = [];
           for (i = node.min; i < node.max; i++) {
-            L = p.emit(SPLIT, 0, 0, null); ends.push(L); gen(node.x, p, ci);
+            L = p.emit(SPLIT, 0, 0, null); ends.push(L); gen(node.x, p, ci, classes);
             p.a[L] = L + 1;
           }
           for (i = 0; i < ends.length; i++) { setSplit(p, ends[i], ends[i] + 1, p.op.length, node.lazy); }
@@ -176,7 +182,7 @@
     var ast = ps.parseAlt(0);
     if (ps.more()) { fail("unbalanced )"); }
     var p = new Program();
-    gen(ast, p, ci);
+    gen(ast, p, ci, new Map());
     p.emit(MATCH, 0, 0, null);
     var size = p.op.length;
     /* The marks, two thread lists (pc, start) and the closure's stack, made once per
@@ -188,34 +194,116 @@
     p.pcs = [new Int32Array(size), new Int32Array(size)];
     p.starts = [new Int32Array(size), new Int32Array(size)];
     p.stack = new Int32Array(2 * size + 2);
-    p.prefix = ci ? "" : prefixOf(ast);
+    p.prefix = prefixOf(ast, ci);
+    p.foldPrefix = ci;
+    firstSet(p);
     return p;
   }
 
-  /* The text every match starts with, when the pattern begins with plain characters (the
-     first ops of the program are then those CHARs, with no SPLIT before them): a search with
-     no live thread jumps to its next occurrence with indexOf instead of starting a thread at
-     every position. */
-  function prefixOf(node) {
+  /* A CHAR op's class: its ranges, and a table of the 128 ASCII codes (``bits``), so a step
+     tests an ASCII character with one lookup (others go through the ranges). Made once per
+     node (``classes``): the copies of a repeated node share it. */
+  function charClass(node, ci) {
+    var r = ci ? fold(node.r) : node.r;
+    if (!node.neg && r.length === 1 && r[0][0] === r[0][1]) {
+      return { one: r[0][0], r: r, neg: false, bits: null };  // one shape for both kinds
+    }
+    var bits = new Uint8Array(128);
+    if (node.neg) { bits.fill(1); }
+    for (var k = 0; k < r.length; k++) {
+      if (r[k][0] < 128) { bits.fill(node.neg ? 0 : 1, r[k][0], Math.min(r[k][1], 127) + 1); }
+    }
+    return { one: -1, r: r, neg: node.neg, bits: bits };
+  }
+
+  /* The characters a match can start with (``first`` for ASCII; ``firstHigh``: whether any
+     code from 128 up can), from the ops a thread started at pc 0 can reach without reading a
+     character, assertions taken as passing. A search starts a thread only at such a
+     character: a thread started elsewhere dies on its first step. Not for a pattern that can
+     match the empty text (``skip`` false): its match may read no character at all. */
+  function firstSet(p) {
+    var first = new Uint8Array(128), high = false, skip = true;
+    var stack = p.stack, top = 0, mark = p.mark, stamp = ++p.stamp, ops = p.op;
+    stack[top++] = 0;
+    while (top > 0) {  // the program's own stack and marks: nothing allocated
+      var pc = stack[--top];
+      if (mark[pc] === stamp) { continue; }
+      mark[pc] = stamp;
+      var op = ops[pc];
+      if (op === JMP) { stack[top++] = p.a[pc]; }
+      else if (op === SPLIT) { stack[top++] = p.b[pc]; stack[top++] = p.a[pc]; }
+      else if (op === ASSERT) { stack[top++] = pc + 1; }
+      else if (op === MATCH) { skip = false; }
+      else if (op === ONE) {
+        if (p.a[pc] < 128) { first[p.a[pc]] = 1; } else { high = true; }
+      } else if (op === ANY) {
+        for (var c = 0; c < 128; c++) { if (c !== 10) { first[c] = 1; } }
+        high = true;
+      } else {
+        var cls = p.cls[pc], table = cls.bits;
+        for (var d = 0; d < 128; d++) { first[d] |= table[d]; }
+        for (var k = 0; k < cls.r.length && !high; k++) { high = cls.neg || cls.r[k][1] >= 128; }
+      }
+    }
+    p.first = first;
+    p.firstHigh = high;
+    p.skip = skip;
+    p.firstRe = undefined;  // made when a search first needs it (firstRe)
+  }
+
+  /* The first set as a native expression of one character class, global: a search with no
+     live thread finds the next character a match can start with natively (one class, so
+     linear time), not one character at a time in script code. Made on first use: a pattern
+     compiled in a call for a short text never needs it. */
+  function firstRe(p) {
+    if (p.firstRe === undefined) { p.firstRe = classRe(p.first, p.firstHigh); }
+    return p.firstRe;
+  }
+  function classRe(first, high) {
+    var parts = [];
+    for (var c = 0; c < 128; c++) {
+      if (first[c]) { parts.push("\\x" + (c < 16 ? "0" : "") + c.toString(16)); }
+    }
+    if (high) { parts.push("\\u0080-\\uffff"); }
+    return parts.length === 0 ? null : new RegExp("[" + parts.join("") + "]", "g");
+  }
+
+  /* The text every match starts with, when the pattern begins with plain characters (its
+     assertions aside: they read no character): a search with no live thread jumps to the next
+     occurrence with indexOf instead of starting a thread at every position. With (?i) the
+     prefix is lower-cased, ASCII only, and found in the lower-cased text (``haystack``). */
+  function prefixOf(node, ci) {
     var out = [];
-    prefixInto(node, out);
+    prefixInto(node, out, ci);
     return out.join("");
   }
   /* Appends the node's leading plain characters to ``out``; whether what follows the node
      may still add to the prefix. (A plain function, not a closure: a recursive closure is a
      cycle only the collector frees.) */
-  function prefixInto(n, out) {
+  function prefixInto(n, out, ci) {
+    if (n.t === "assert") { return true; }
     if (n.t === "char") {
       if (n.neg || n.r.length !== 1 || n.r[0][0] !== n.r[0][1]) { return false; }
-      out.push(String.fromCharCode(n.r[0][0]));
+      var code = n.r[0][0];
+      if (ci && code >= 128) { return false; }
+      out.push(String.fromCharCode(ci && code >= 65 && code <= 90 ? code + 32 : code));
       return true;
     }
     if (n.t === "cat") {
-      for (var i = 0; i < n.items.length; i++) { if (!prefixInto(n.items[i], out)) { return false; } }
+      for (var i = 0; i < n.items.length; i++) { if (!prefixInto(n.items[i], out, ci)) { return false; } }
       return true;
     }
-    if (n.t === "rep" && n.min >= 1) { prefixInto(n.x, out); }
+    if (n.t === "rep" && n.min >= 1) { prefixInto(n.x, out, ci); }
     return false;
+  }
+  /* The text a search looks for the prefix in: the text, or for (?i) the text lower-cased
+     (null when lower-casing changed its length: positions would not line up, so no jump).
+     Lower-casing folds more than ASCII (the Kelvin sign reads k): that only adds places to
+     try, which the program then checks. */
+  function haystack(p, text) {
+    if (!p.foldPrefix || p.prefix === "") { return text; }
+    var low = text.toLowerCase();
+    return low.length === text.length ? low : null;
   }
 
   function inClass(cls, c) {
@@ -253,31 +341,49 @@
     return n;
   }
 
-  function search(p, text, from) {
+  function search(p, text, from, hay) {
     var cpc = p.pcs[0], cst = p.starts[0], npc = p.pcs[1], nst = p.starts[1];
     var cn = 0, nn, swap, best = null, n = text.length, prefix = p.prefix, ops = p.op;
-    if (p.stamp > 0x3fffffff) { p.mark.fill(0); p.stamp = 0; }  // a pinned program's, after many calls
-    p.stamp++;
+    var cls = p.cls, a = p.a, mark = p.mark, first = p.first, high = p.firstHigh;
+    var skip = p.skip, stamp, c, t, pc, op, q, oq;
+    if (p.stamp > 0x3fffffff) { mark.fill(0); p.stamp = 0; }  // a pinned program's, after many calls
     for (var i = from; i <= n; i++) {
+      c = i < n ? text.charCodeAt(i) : -1;
       if (best === null) {
-        if (cn === 0 && prefix !== "") {  // no live thread: the next match starts at the prefix
-          var next = text.indexOf(prefix, i);
-          if (next < 0) { break; }
-          i = next;
+        if (cn === 0) {  // no live thread: jump to where the next match can start
+          if (prefix !== "" && hay !== null) {
+            var next = hay.indexOf(prefix, i);
+            if (next < 0) { break; }
+            if (next !== i) { i = next; c = text.charCodeAt(i); }
+          } else if (skip && (c < 0 || (c < 128 ? first[c] === 0 : !high))) {
+            if (c < 0) { break; }
+            var re = firstRe(p);
+            if (re === null) { break; }
+            re.lastIndex = i + 1;
+            if (!re.test(text)) { break; }
+            i = re.lastIndex - 1;
+            c = text.charCodeAt(i);
+          }
+          p.stamp++;
+          cn = addThread(p, cpc, cst, 0, 0, i, text, i);
+        } else if (!skip || (c >= 0 && (c < 128 ? first[c] === 1 : high))) {
+          cn = addThread(p, cpc, cst, cn, 0, i, text, i);
         }
-        cn = addThread(p, cpc, cst, cn, 0, i, text, i);
       }
-      // No live thread: done if a match was found; else a later start may still match.
-      if (cn === 0) { if (best !== null) { break; } p.stamp++; continue; }
-      var c = i < n ? text.charCodeAt(i) : -1;
+      if (cn === 0) { if (best !== null) { break; } continue; }
       nn = 0;
-      p.stamp++;
-      for (var t = 0; t < cn; t++) {
-        var pc = cpc[t], op = ops[pc];
+      stamp = ++p.stamp;
+      for (t = 0; t < cn; t++) {
+        pc = cpc[t]; op = ops[pc];
         if (op === MATCH) { best = [cst[t], i]; break; }
         if (c < 0) { continue; }
-        if ((op === CHAR && inClass(p.cls[pc], c)) || (op === ANY && c !== 10)) {
-          nn = addThread(p, npc, nst, nn, pc + 1, cst[t], text, i + 1);
+        if (op === ONE ? c === a[pc] : op === CHAR ? (c < 128 ? cls[pc].bits[c] === 1 : inClass(cls[pc], c)) : c !== 10) {
+          q = pc + 1; oq = ops[q];
+          if (oq === ONE || oq === CHAR || oq === ANY || oq === MATCH) {  // no epsilon step: add it here
+            if (mark[q] !== stamp) { mark[q] = stamp; npc[nn] = q; nst[nn] = cst[t]; nn++; }
+          } else {
+            nn = addThread(p, npc, nst, nn, q, cst[t], text, i + 1);
+          }
         }
       }
       swap = cpc; cpc = npc; npc = swap;
@@ -300,6 +406,7 @@
       try { p = compile(s); } catch (e) { if (e instanceof SyntaxError) { continue; } throw e; }
       if (ops + p.op.length > PIN_OPS) { continue; }
       ops += p.op.length;
+      firstRe(p);  // made now: one made in a call would outlive it
       pinned.set(s, p);
     }
     return pinned.size;
@@ -316,12 +423,15 @@
     }
     return p;
   }
-  function match(pattern, text) { return search(program(pattern), text, 0) !== null; }
+  function match(pattern, text) {
+    var p = program(pattern);
+    return search(p, text, 0, haystack(p, text)) !== null;
+  }
   function redact(text, patterns, replacement) {
     for (var k = 0; k < patterns.length; k++) {
-      var p = program(patterns[k]), out = "", pos = 0, from = 0;
+      var p = program(patterns[k]), out = "", pos = 0, from = 0, hay = haystack(p, text);
       while (from <= text.length) {
-        var m = search(p, text, from);
+        var m = search(p, text, from, hay);
         if (m === null) { break; }
         if (m[1] === m[0]) { from = m[0] + 1; continue; }
         out += text.slice(pos, m[0]) + replacement; pos = m[1]; from = m[1];
