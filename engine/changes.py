@@ -15,7 +15,6 @@ Hypothesis), so a pipeline is a fold of its hooks' changes over the empty change
 
 from __future__ import annotations
 
-import copy
 import json
 import operator
 from dataclasses import dataclass, field, fields
@@ -433,13 +432,25 @@ def apply(
     updates: dict[str, Any] = {}
     for name, value in given.items():
         if name in _VIEW and name in event:
-            updates[name] = {**event[name], **value} if name == "settings" else copy.deepcopy(value)
+            updates[name] = {**event[name], **value} if name == "settings" else _copied(value)
     if point is _BEFORE_CALL and change.messages is not None:
-        updates["messages"] = copy.deepcopy(change.messages)
+        updates["messages"] = _copied(change.messages)
     if point is _BEFORE_ASSISTANT_MESSAGE and (change.answer is not None or change.append):
         base = change.answer if change.answer is not None else event["answer"]
         updates["answer"] = join_answer(base, change.append)
     return {**event, **updates} if updates else event
+
+
+def _copied(value: Any) -> Any:
+    """A copy of JSON data (a change's values are normalised to it): a later hook or the host
+    changing the event's value does not change the change. Several times as fast as
+    ``copy.deepcopy``, which keeps a memo for shared and cyclic objects JSON data cannot have."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if kind is list:
+        return [_copied(item) for item in value]
+    return value
 
 
 # enum members as module constants (a look-up through the enum's metaclass, per change)

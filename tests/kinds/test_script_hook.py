@@ -278,6 +278,7 @@ EXAMPLE_CONFIG: dict[str, dict[str, Any]] = {
     "redact_secrets": {},
 }
 KEY = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+LONG_PROSE = "The deploy finished at 10:30 after 1234 retries; ticket 4711 follows. " * 600
 EXAMPLE_TABLE: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
     (
         "delete by name",
@@ -389,6 +390,15 @@ EXAMPLE_TABLE: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
         "tool_result",
         {"name": "read_file", "input": {}, "result": '{"k": "sk\\u002dproj-abcdefgh12345678"}'},
         {"result": '{"k": "[REDACTED]"}'},
+    ),
+    (
+        # 43 KB of prose with numbers in it: every digit pattern runs on all of it, and the
+        # whole redaction fits the 100 ms time limit (the engine skips to where a match can
+        # start; bench/bench_patterns.py times it)
+        "a long answer",
+        "before_assistant_message",
+        {"question": "q", "answer": LONG_PROSE + f"key {KEY}"},
+        {"answer": LONG_PROSE + "key [REDACTED]"},
     ),
     (
         "order number",
