@@ -77,9 +77,10 @@ def _group(depth: int) -> st.SearchStrategy[tuple[str, str]]:
 def _repeat(atom: tuple[str, str], how: str) -> tuple[str, str]:
     if how and atom[0] in ("^", "$", "\\b", "\\B"):
         return atom  # nothing to repeat: both refuse it
-    if how and re.fullmatch(atom[1], "", re.ASCII):
-        # A repeated group that can match the empty text: Python ends the loop after an empty
-        # turn, the engine takes the next way through the group; docs/scripting.md.
+    if how and re.fullmatch(re.sub(r"\\[bBZ]|\^|\$", "", atom[1]), "", re.ASCII):
+        # A repeated group that can match the empty text (somewhere: its assertions taken as
+        # holding): Python ends the loop after an empty turn, the engine takes the next way
+        # through the group; docs/scripting.md.
         return atom
     return atom[0] + how, atom[1] + how
 
