@@ -176,6 +176,17 @@ def test_case_folding_is_ascii_and_agrees(
         ("(?i)kelvin", "\u212aelvin KELVIN kelvin", None),
         ("\\bsk-\\w+", "xsk-a sk-b", None),
         ("\\b\\d{4}([ .-]?\\d{4}){3}\\b", "card 4111 1111 1111 1111, 1234-5678", None),
+        # a run of classes every match begins with: the search jumps to the next place the
+        # text holds it (lead classes, found natively), negated and beyond ASCII too
+        (
+            "\\b[rsp]k_(live|test)_[A-Za-z0-9]{4,}",
+            "park spark rk_live_abcd sk_test_x pk_live_12",
+            None,
+        ),
+        ("[A-Z]{2}\\d{2}", "xx AB12 Cd34 EF5 GH67 IJ8K", None),
+        ("[^a-z]b\\bc?", "ab Xb xbc Yb! 1bc", None),
+        ("é[a-z]{2}", "café été éte Éta é", None),
+        ("(?i)[a-c]x\\d", "AX1 bx2 Cx 3 dx4 cX9", None),
     ],
 )
 def test_known_redactions(

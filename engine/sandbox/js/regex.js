@@ -248,16 +248,45 @@
     p.first = first;
     p.firstHigh = high;
     p.skip = skip;
-    p.firstRe = undefined;  // made when a search first needs it (firstRe)
+    p.lead = skip ? leadOf(p) : [];
+    p.startRe = undefined;  // made when a search first needs it (startRe)
   }
 
-  /* The first set as a native expression of one character class, global: a search with no
-     live thread finds the next character a match can start with natively (one class, so
-     linear time), not one character at a time in script code. Made on first use: a pattern
-     compiled in a call for a short text never needs it. */
-  function firstRe(p) {
-    if (p.firstRe === undefined) { p.firstRe = classRe(p.first, p.firstHigh); }
-    return p.firstRe;
+  /* The classes every match begins with, in order (at most LEAD_MAX): the ops from pc 0 up
+     to the first SPLIT or JMP that read a character, assertions passed over (they read
+     none). Every match starts where the text holds one character of each, in turn. */
+  var LEAD_MAX = 8;
+  function leadOf(p) {
+    var lead = [];
+    for (var pc = 0; pc < p.op.length && lead.length < LEAD_MAX; pc++) {
+      var op = p.op[pc];
+      if (op === ASSERT) { continue; }
+      if (op === ONE) { lead.push(unit(p.a[pc])); }
+      else if (op === CHAR) { lead.push(classSource(p.cls[pc])); }
+      else if (op === ANY) { lead.push("[^\\n]"); }
+      else { break; }
+    }
+    return lead;
+  }
+  function unit(code) { return "\\u" + (code + 0x10000).toString(16).slice(1); }
+  function classSource(cls) {
+    var parts = [];
+    for (var k = 0; k < cls.r.length; k++) {
+      parts.push(unit(cls.r[k][0]) + (cls.r[k][1] > cls.r[k][0] ? "-" + unit(cls.r[k][1]) : ""));
+    }
+    return "[" + (cls.neg ? "^" : "") + parts.join("") + "]";
+  }
+
+  /* Where a match can start, as a native expression, global: the lead classes in turn when
+     there are two or more, else the first set as one class. A search with no live thread
+     finds the next such place natively instead of one character at a time in script code.
+     Either is a fixed run of single-character classes: no backtracking, linear time. Made on
+     first use: a pattern compiled in a call for a short text never needs it. */
+  function startRe(p) {
+    if (p.startRe === undefined) {
+      p.startRe = p.lead.length > 1 ? new RegExp(p.lead.join(""), "g") : classRe(p.first, p.firstHigh);
+    }
+    return p.startRe;
   }
   function classRe(first, high) {
     var parts = [];
@@ -345,7 +374,7 @@
     var cpc = p.pcs[0], cst = p.starts[0], npc = p.pcs[1], nst = p.starts[1];
     var cn = 0, nn, swap, best = null, n = text.length, prefix = p.prefix, ops = p.op;
     var cls = p.cls, a = p.a, mark = p.mark, first = p.first, high = p.firstHigh;
-    var skip = p.skip, stamp, c, t, pc, op, q, oq;
+    var skip = p.skip, leads = p.lead.length > 1, stamp, c, t, pc, op, q, oq;
     if (p.stamp > 0x3fffffff) { mark.fill(0); p.stamp = 0; }  // a pinned program's, after many calls
     for (var i = from; i <= n; i++) {
       c = i < n ? text.charCodeAt(i) : -1;
@@ -355,13 +384,13 @@
             var next = hay.indexOf(prefix, i);
             if (next < 0) { break; }
             if (next !== i) { i = next; c = text.charCodeAt(i); }
-          } else if (skip && (c < 0 || (c < 128 ? first[c] === 0 : !high))) {
+          } else if (skip && (leads || c < 0 || (c < 128 ? first[c] === 0 : !high))) {
             if (c < 0) { break; }
-            var re = firstRe(p);
+            var re = startRe(p);
             if (re === null) { break; }
-            re.lastIndex = i + 1;
+            re.lastIndex = i;
             if (!re.test(text)) { break; }
-            i = re.lastIndex - 1;
+            i = re.lastIndex - (leads ? p.lead.length : 1);
             c = text.charCodeAt(i);
           }
           p.stamp++;
@@ -406,7 +435,7 @@
       try { p = compile(s); } catch (e) { if (e instanceof SyntaxError) { continue; } throw e; }
       if (ops + p.op.length > PIN_OPS) { continue; }
       ops += p.op.length;
-      firstRe(p);  // made now: one made in a call would outlive it
+      startRe(p);  // made now: one made in a call would outlive it
       pinned.set(s, p);
     }
     return pinned.size;
