@@ -222,18 +222,12 @@
      character: a thread started elsewhere dies on its first step. Not for a pattern that can
      match the empty text (``skip`` false): its match may read no character at all. */
   function firstSet(p) {
-    var first = new Uint8Array(128), high = false, skip = true;
-    var stack = p.stack, top = 0, mark = p.mark, stamp = ++p.stamp, ops = p.op;
-    stack[top++] = 0;
-    while (top > 0) {  // the program's own stack and marks: nothing allocated
-      var pc = stack[--top];
-      if (mark[pc] === stamp) { continue; }
-      mark[pc] = stamp;
-      var op = ops[pc];
-      if (op === JMP) { stack[top++] = p.a[pc]; }
-      else if (op === SPLIT) { stack[top++] = p.b[pc]; stack[top++] = p.a[pc]; }
-      else if (op === ASSERT) { stack[top++] = pc + 1; }
-      else if (op === MATCH) { skip = false; }
+    var first = new Uint8Array(128), high = false, skip = true, pcs = p.pcs[0];
+    p.stamp++;
+    var n = addThread(p, pcs, p.starts[0], 0, 0, 0, null, 0);  // null: assertions hold
+    for (var t = 0; t < n; t++) {
+      var pc = pcs[t], op = p.op[pc];
+      if (op === MATCH) { skip = false; }
       else if (op === ONE) {
         if (p.a[pc] < 128) { first[p.a[pc]] = 1; } else { high = true; }
       } else if (op === ANY) {
@@ -346,6 +340,7 @@
     return (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || c === 95 || (c >= 97 && c <= 122);
   }
   function holds(k, text, i) {
+    if (text === null) { return true; }  // firstSet: every assertion taken as holding
     if (k === "^") { return i === 0; }
     if (k === "$") { return i === text.length; }
     var edge = isWord(text, i - 1) !== isWord(text, i);
