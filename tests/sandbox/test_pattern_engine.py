@@ -94,26 +94,28 @@ def _python(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(pattern, flags | re.ASCII)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(pattern=patterns, text=texts)
-def test_match_finds_what_python_finds(
-    runtime: JavaScriptRuntime, pattern: tuple[str, str], text: str
-) -> None:
-    ours, theirs = pattern
-    expected = _python(theirs).search(text) is not None
-    assert engine(runtime, {"op": "match", "pattern": ours, "text": text}) is expected
+def engine_match(runtime: JavaScriptRuntime, pattern: str, text: str) -> Any:
+    return engine(runtime, {"op": "match", "pattern": pattern, "text": text})
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(pattern=patterns, text=texts)
-def test_redact_replaces_what_python_replaces(
-    runtime: JavaScriptRuntime, pattern: tuple[str, str], text: str
-) -> None:
+def engine_redact(runtime: JavaScriptRuntime, text: str, patterns: list[str]) -> Any:
+    return engine(runtime, {"op": "redact", "text": text, "patterns": patterns, "replacement": "#"})
+
+
+def agrees_with_python(runtime: JavaScriptRuntime, pattern: tuple[str, str], text: str) -> None:
+    """The engine finds what ``re`` finds, and redacts what it would replace."""
     ours, theirs = pattern
     compiled = _python(theirs)
-    expected = _redacted(compiled, text, "#")
-    got = engine(runtime, {"op": "redact", "text": text, "patterns": [ours], "replacement": "#"})
-    assert got == expected
+    assert engine_match(runtime, ours, text) is (compiled.search(text) is not None)
+    assert engine_redact(runtime, text, [ours]) == _redacted(compiled, text, "#")
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pattern=patterns, text=texts)
+def test_match_and_redact_agree_with_python(
+    runtime: JavaScriptRuntime, pattern: tuple[str, str], text: str
+) -> None:
+    agrees_with_python(runtime, pattern, text)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -121,13 +123,7 @@ def test_redact_replaces_what_python_replaces(
 def test_texts_beyond_ascii_match_and_redact_as_python_does(
     runtime: JavaScriptRuntime, pattern: tuple[str, str], text: str
 ) -> None:
-    ours, theirs = pattern
-    compiled = _python(theirs)
-    assert engine(runtime, {"op": "match", "pattern": ours, "text": text}) is (
-        compiled.search(text) is not None
-    )
-    got = engine(runtime, {"op": "redact", "text": text, "patterns": [ours], "replacement": "#"})
-    assert got == _redacted(compiled, text, "#")
+    agrees_with_python(runtime, pattern, text)
 
 
 def _redacted(compiled: re.Pattern[str], text: str, replacement: str) -> str:
@@ -154,7 +150,7 @@ def test_case_folding_is_ascii_and_agrees(
     ours, theirs = pattern
     text = text.replace("a", "A", 1)
     expected = _python(theirs, re.IGNORECASE).search(text) is not None
-    assert engine(runtime, {"op": "match", "pattern": "(?i)" + ours, "text": text}) is expected
+    assert engine_match(runtime, "(?i)" + ours, text) is expected
 
 
 @pytest.mark.parametrize(
@@ -195,7 +191,7 @@ def test_known_redactions(
     flags = re.IGNORECASE if pattern.startswith("(?i)") else 0
     theirs = pattern.removeprefix("(?i)").replace("$", "\\Z")
     expected = redacted if redacted is not None else _redacted(_python(theirs, flags), text, "#")
-    got = engine(runtime, {"op": "redact", "text": text, "patterns": [pattern], "replacement": "#"})
+    got = engine_redact(runtime, text, [pattern])
     assert got == expected
 
 
@@ -286,6 +282,6 @@ def test_the_secret_patterns_redact_as_python_does(runtime: JavaScriptRuntime, t
         flags = re.IGNORECASE if pattern.startswith("(?i)") else 0
         compiled = _python(pattern.removeprefix("(?i)").replace("$", "\\Z"), flags)
         expected = _redacted(compiled, expected, "#")
-    got = engine(runtime, {"op": "redact", "text": text, "patterns": patterns, "replacement": "#"})
+    got = engine_redact(runtime, text, patterns)
     assert got == expected
     assert (got == text) is (text.startswith("no secrets"))
