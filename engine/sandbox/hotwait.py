@@ -113,16 +113,31 @@ class Spin:
 
     def wait(self, poll: select.poll) -> bool:
         """Spin on ``poll(0)`` for the budget: whether what it waits for came meanwhile."""
+        until = self.start()
+        if not until:
+            return False
+        while not poll.poll(0):
+            if time.perf_counter() >= until:
+                self.missed()
+                return False
+        self.came()
+        return True
+
+    def start(self) -> float:
+        """A wait begins: the ``perf_counter`` time to wait hot until (0: block at once).
+        The waiter then calls ``came`` or ``missed`` (``wait`` does all three)."""
         self._calls += 1
         budget = self.budget()
         if not budget or not self._quiet(self.since):
-            return False
-        until = self.since + budget
-        while not poll.poll(0):
-            if time.perf_counter() >= until:
-                self._trust = max(self._trust - 2, 0)
-                return False
+            return 0.0
+        return self.since + budget
+
+    def came(self) -> None:
+        """What was waited for came within the hot wait."""
         took = time.perf_counter() - self.since
         self._typical += (took - self._typical) / 4
         self._trust = min(self._trust + 1, _SPIN_TRUST)
-        return True
+
+    def missed(self) -> None:
+        """The hot wait ran out first."""
+        self._trust = max(self._trust - 2, 0)

@@ -11,7 +11,9 @@ import pytest
 
 from engine.errors import ScriptLimitError
 from engine.sandbox import BatchCall, CallResult, CompiledScript, Language, Limits, WorkerPool
+from engine.sandbox.hotwait import Spin
 from engine.sandbox.pool import Worker, Workers
+from engine.sandbox.process import _loop_idle
 
 LIMITS = Limits(timeout_ms=2000, memory_mb=32, compile_timeout_ms=2000)
 NAME = "function on_tool_call(event, host) { return { notice: host.config.tag + event.name }; }\n"
@@ -330,3 +332,81 @@ def test_alarm_timers_made_moot_do_not_pile_up(monkeypatch: pytest.MonkeyPatch) 
     # 5, then one per sweep that left a wait (and one spare: a timer may fire a hair early);
     # 15 if every moot timer swept and set a timer of its own
     assert len(armed) <= 5 + 4 + 1
+
+
+def _waiting_hot(pool: WorkerPool, budget_s: float) -> Worker:
+    """A worker of ``pool`` whose next hot wait lasts ``budget_s`` whatever the machine's load
+    (the worker is sent no request, so nothing comes and the wait runs out)."""
+    workers = pool._workers._idle  # the pool keeps no public list
+    worker = workers[-1]
+    worker.spin = Spin(lambda now: True, cap=budget_s)
+    worker.spin.since = time.perf_counter()
+    return worker
+
+
+def test_a_tasks_hot_wait_lets_every_ready_task_run_between_its_looks() -> None:
+    """The async hot wait spins only while the loop has nothing else to run: a task that is
+    ready (here one that yields at once, again and again) runs all through it."""
+    with WorkerPool(size=1, limits=LIMITS) as pool:
+
+        async def main() -> tuple[bool, int, float]:
+            worker = _waiting_hot(pool, 0.2)
+            turns = 0
+            done = False
+
+            async def other() -> None:
+                nonlocal turns
+                while not done:
+                    turns += 1
+                    await asyncio.sleep(0)
+
+            task = asyncio.get_running_loop().create_task(other())
+            await asyncio.sleep(0)
+            began = time.perf_counter()
+            came = await worker._hot()
+            waited = time.perf_counter() - began
+            done = True
+            await task
+            return came, turns, waited
+
+        came, turns, waited = asyncio.run(main())
+    assert not came  # no request, no answer: the wait ran out
+    assert waited >= 0.15  # from the budget's start, set just before
+    # a wait that spun without yielding would have let the other task run once at most
+    assert turns > 100
+
+
+def test_a_tasks_hot_wait_on_an_idle_loop_holds_it_only_for_its_budget() -> None:
+    """With nothing else to run, the wait spins for its budget, then the loop is free: a
+    timer due meanwhile fires right after the budget, not after the (much longer) call."""
+    with WorkerPool(size=1, limits=LIMITS) as pool:
+        slow = js(pool, SLOW, "slow")
+
+        async def main() -> tuple[list[Any], float]:
+            fired: list[float] = []
+            loop = asyncio.get_running_loop()
+            began = time.perf_counter()
+            loop.call_later(0.001, lambda: fired.append(time.perf_counter() - began))
+            results = await pool.acall_batch(
+                "tool_call", {"name": "x"}, [call(slow, "a", {"n": 3_000_000})]
+            )
+            return results, fired[0]
+
+        results, fired_after = asyncio.run(main())
+    assert isinstance(results[0], CallResult)
+    # the hot wait lasts at most SPIN_CAP_S (200 µs) from the request's write; the call runs
+    # for tens of milliseconds. Generous: the timer may wait for a core on a loaded machine.
+    assert fired_after < 0.015, fired_after
+
+
+def test_loop_idle_reads_the_asyncio_loops_ready_queue() -> None:
+    async def main() -> list[bool]:
+        loop = asyncio.get_running_loop()
+        seen = [_loop_idle()]
+        handle = loop.call_soon(lambda: None)
+        seen.append(_loop_idle())
+        handle.cancel()  # a cancelled handle stays queued until the loop skips it
+        seen.append(_loop_idle())
+        return seen
+
+    assert asyncio.run(main()) == [True, False, True]
