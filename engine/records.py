@@ -303,17 +303,25 @@ class RecordWriter:
             self._halt.wait(seconds)
 
     def _drain(self) -> None:
+        """Write what was buffered when the drain began, and then only full batches: the
+        few records submitted meanwhile wait for the next round (``interval``, or a flush or
+        close, which wake the writer at once). A writer that chased every record would write
+        batches of a handful, each paying its own transaction, and take a core's worth of
+        the host from a busy caller."""
         if not self._buffer and not self._held:
             if _clock() - self._checked_at >= self.IDLE_CHECK_S:
                 self._check_file()
             return
-        while self._buffer or self._held:
+        owed = len(self._buffer)
+        while self._held or (self._buffer and (owed > 0 or self._due())):
             if self._backoff:
                 self._expire()
             if self._check_file() == FileCheck.FAILED:
                 self._went_down()
                 return
+            waiting = len(self._buffer)
             batch = self._next_batch()
+            owed -= waiting - len(self._buffer)
             rest = self._write(batch)
             if rest:
                 self._held.extendleft(reversed(rest))
@@ -323,6 +331,11 @@ class RecordWriter:
                 continue  # the file vanished under the batch: write it to the new one
             self._came_back()
         self._overflowing = False
+
+    def _due(self) -> bool:
+        """Whether records that came in during a drain are written in it too: a full batch
+        waits, or the engine is closing."""
+        return len(self._buffer) >= self.batch or self._stop
 
     def _next_batch(self) -> list[Held]:
         """Up to ``batch`` records: the held ones first (they are older), then new ones

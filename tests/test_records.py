@@ -318,3 +318,60 @@ def test_an_in_memory_store_is_shared_by_the_record_writer_thread(
         assert [r.point for r in engine.records()] == ["tool_call"]
         assert engine.status()["records"]["dropped"] == {}
     assert time.monotonic() - started < 10
+
+
+class _Arriving:
+    """A store whose first write sees ``during`` more records submitted to the writer, as a
+    busy host's decisions go on while a batch is written; it counts the batches."""
+
+    def __init__(self, store: Any, during: int) -> None:
+        self.store, self.during = store, during
+        self.batches: list[int] = []
+        self.writer: Any = None
+
+    def add_records(self, records: list[Record], *, again: bool = False) -> None:
+        self.store.add_records(records, again=again)
+        self.batches.append(len(records))
+        if len(self.batches) == 1:
+            for i in range(self.during):
+                self.writer.submit(numbered(f"late{i}"))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
+def numbered(record_id: str) -> Record:
+    return make_record({"input": {"q": "hello"}}).model_copy(update={"id": record_id})
+
+
+@pytest.mark.parametrize(
+    ("during", "batches_before_next_round"),
+    # 600: a full batch goes in the same drain, and it woke the writer for the rest too
+    [(10, [1]), (600, [1, 500, 100])],
+)
+def test_records_that_arrive_during_a_write_wait_for_the_next_round_unless_a_batch_is_full(
+    tmp_path: Path, during: int, batches_before_next_round: list[int]
+) -> None:
+    """A writer that chased every record submitted while it wrote would write a handful per
+    transaction and take a core from a busy host; a full batch still goes at once."""
+    from engine.records import RecordWriter
+
+    store = _Arriving(open_store(str(tmp_path / "s.db")), during)
+    writer = RecordWriter(store, batch=500, interval=3600.0)  # type: ignore[arg-type]
+    store.writer = writer
+    try:
+        writer.submit(numbered("first"))
+        writer._wake.set()  # what flush() does, without waiting for everything
+        deadline = time.monotonic() + 10
+        while writer.health()["written"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # a writer that went on draining would have written the rest by now
+        assert store.batches == batches_before_next_round
+        assert writer.health()["queued"] == 1 + during - sum(batches_before_next_round)
+        assert writer.flush(timeout=10)
+        assert sum(store.batches) == 1 + during
+        assert sorted(r.id for r in store.store.query_records(RecordQuery(limit=1000))) == sorted(
+            ["first", *(f"late{i}" for i in range(during))]
+        )
+    finally:
+        writer.close()
