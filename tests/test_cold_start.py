@@ -229,8 +229,8 @@ def _pools_made(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The pools one-shot engines start from now on (each a real one)."""
     made: list[Any] = []
 
-    def recording(settings: EngineSettings) -> Any:
-        made.append(pool_for(settings))
+    def recording(settings: EngineSettings, prestarted: Any = None) -> Any:
+        made.append(pool_for(settings, prestarted))
         return made[-1]
 
     monkeypatch.setattr("engine.cli.earlypool.pool_for", recording)
@@ -302,7 +302,7 @@ def test_the_console_script_flushes_its_answer_and_record_and_exits_with_its_cod
 def test_a_one_shot_engine_whose_worker_cannot_start_raises_as_the_engine_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def failing(settings: EngineSettings) -> Any:
+    def failing(settings: EngineSettings, prestarted: Any = None) -> Any:
         raise ScriptLimitError("sandbox workers did not start: test", cause="crashed")
 
     monkeypatch.setattr("engine.cli.earlypool.pool_for", failing)
@@ -314,3 +314,68 @@ def test_a_one_shot_engine_whose_worker_cannot_start_raises_as_the_engine_does(
             live=False,
             one_shot=True,
         )
+
+
+def _prestarts(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, int]]:
+    """The workers one-shot engines start before their configuration, with their pids."""
+    from engine.cli import earlypool
+
+    real = earlypool.prestart
+    made: list[tuple[Any, int]] = []
+
+    def recording(path: Path) -> Any:
+        found = real(path)
+        if found is not None:
+            made.append((found, found._worker.proc.pid))
+        return found
+
+    monkeypatch.setattr("engine.cli.earlypool.prestart", recording)
+    return made
+
+
+def _gone(prestarted: Any, pid: int) -> bool:
+    """Whether a started worker's process was reaped and its folder removed."""
+    return not Path(f"/proc/{pid}").exists() and not Path(prestarted.folder.name).exists()
+
+
+def test_a_one_shot_engine_takes_the_worker_it_started_before_its_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The script hook's worker starts before the configuration models are imported (its
+    boot overlaps theirs), and the pool takes it: no second worker starts."""
+    started = _prestarts(monkeypatch)
+    made = _pools_made(monkeypatch)
+    with load_engine(
+        DEMO / "no_deletes.yaml", agent="a", db=str(tmp_path / "s.db"), live=False, one_shot=True
+    ) as engine:
+        assert engine.agent("a").tool_call("delete_file", {}).blocked
+        ((prestarted, pid),) = started
+        assert [w.proc.pid for w in made[0]._workers._all] == [pid]
+        assert made[0].health()["spawned_total"] == 1
+    assert _gone(prestarted, pid)  # the pool stopped it, and removed its folder
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        # the text says script_hook, the hook is not one: its worker is not wanted
+        ("inject.yaml", "kind: inject\nname: note\nnotice: hi  # not a script_hook\n"),
+        # the file does not load at all
+        ("broken.yaml", "kind: script_hook\nname: [broken\n"),
+    ],
+)
+def test_a_worker_started_before_the_configuration_and_not_wanted_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, text: str
+) -> None:
+    started = _prestarts(monkeypatch)
+    hook = tmp_path / name
+    hook.write_text(text)
+    try:
+        with load_engine(
+            hook, agent="a", db=str(tmp_path / "s.db"), live=False, one_shot=True
+        ) as engine:
+            engine.agent("a").before_user_message("hello")
+    except ConfigError:
+        assert name == "broken.yaml"
+    ((prestarted, pid),) = started
+    assert _gone(prestarted, pid)

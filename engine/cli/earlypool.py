@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine.config.loader import ProjectConfig
     from engine.config.models import EngineSettings
+    from engine.sandbox.pool import Prestarted
 
 
 class EarlyPool:
@@ -19,21 +21,27 @@ class EarlyPool:
     would make (``pool_for``).
     """
 
-    def __init__(self, settings: EngineSettings) -> None:
+    def __init__(self, settings: EngineSettings, prestarted: Prestarted | None = None) -> None:
         import engine.sandbox  # noqa: F401 - imported here, not in the thread: one importer
 
         self._pool: Any = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(
-            target=self._start, args=(settings,), name="hookengine-pool-start", daemon=True
+            target=self._start,
+            args=(settings, prestarted),
+            name="hookengine-pool-start",
+            daemon=True,
         )
         self._thread.start()
 
-    def _start(self, settings: EngineSettings) -> None:
+    def _start(self, settings: EngineSettings, prestarted: Prestarted | None) -> None:
         try:
-            self._pool = pool_for(settings)
+            self._pool = pool_for(settings, prestarted)
         except BaseException as exc:  # noqa: BLE001 - raised again by take()
             self._error = exc
+        finally:
+            if prestarted is not None:
+                prestarted.close()  # a no-op once the pool took it
 
     def take(self) -> Any:
         """The started pool (waits for its workers' start-up).
@@ -55,12 +63,31 @@ class EarlyPool:
             self._pool = None
 
 
-def pool_for(settings: EngineSettings) -> Any:
+def pool_for(settings: EngineSettings, prestarted: Prestarted | None = None) -> Any:
     """The worker pool ``Engine.sandbox`` makes for ``settings`` (both call
-    ``engine.sandbox.pool_for``)."""
+    ``engine.sandbox.pool_for``), taking ``prestarted``'s worker as one of its own."""
     from engine.sandbox import pool_for as make
 
-    return make(settings.scripts)
+    return make(settings.scripts, prestarted)
+
+
+def prestart(hook_file: Path) -> Prestarted | None:
+    """A sandbox worker started now, before the engine's configuration is even imported, when
+    the hook file reads like a script hook (a guess from its text: a wrong one only starts a
+    worker for nothing, which ``close`` stops, or none, which the pool then starts); None when
+    it does not, or when no process can start (the pool tries again, and says why)."""
+    try:
+        text = hook_file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if "script_hook" not in text:
+        return None
+    from engine.sandbox.pool import Prestarted
+
+    try:
+        return Prestarted()
+    except OSError:
+        return None
 
 
 def runs_scripts(project: ProjectConfig) -> bool:

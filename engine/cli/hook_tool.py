@@ -175,15 +175,25 @@ def load_engine(
     ``one_shot``: the engine evaluates once and exits (``OneShotEngine``). ``config``: the
     folder whose ``engine.yaml`` applies (default: the nearest config folder above the hook).
     """
-    project = _project(path, agent=agent, config=config, one_shot=one_shot)
     if not one_shot:
         from engine.runtime import Engine
 
+        project = _project(path, agent=agent, config=config, one_shot=one_shot)
         return Engine(project, live=live, db=db)
-    from engine.cli.earlypool import EarlyPool, runs_scripts
+    from engine.cli.earlypool import EarlyPool, prestart, runs_scripts
 
-    # the worker starts now: it boots while the engine's own modules load and it is built
-    early = EarlyPool(project.settings) if runs_scripts(project) else None
+    # a script hook's worker boots while the configuration models are imported and the hook
+    # is read, then the pool takes it (EarlyPool): it boots beside the engine's own start-up
+    prestarted = prestart(path)
+    try:
+        project = _project(path, agent=agent, config=config, one_shot=one_shot)
+    except BaseException:
+        if prestarted is not None:
+            prestarted.close()
+        raise
+    early = EarlyPool(project.settings, prestarted) if runs_scripts(project) else None
+    if early is None and prestarted is not None:
+        prestarted.close()
     from engine.cli.oneshot import OneShotEngine
 
     engine = OneShotEngine(project, early=early, live=live, db=db)

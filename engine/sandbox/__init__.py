@@ -3,13 +3,15 @@
 from typing import Any
 
 from engine.sandbox.limits import BatchCall, CallResult, CompiledScript, Language, Limits
+from engine.sandbox.pool import Prestarted
 from engine.sandbox.supervise import PoolPolicy
 from engine.sandbox.workerpool import WorkerPool
 
 
-def pool_for(scripts: Any) -> WorkerPool:
+def pool_for(scripts: Any, prestarted: Prestarted | None = None) -> WorkerPool:
     """The worker pool for an engine's ``scripts:`` settings (``ScriptSettings``): the one
-    ``Engine.sandbox`` starts, and the one a one-shot ``hook_tool`` starts early."""
+    ``Engine.sandbox`` starts, and the one a one-shot ``hook_tool`` starts early (taking the
+    worker it started first, ``prestarted``)."""
     return WorkerPool(
         size=scripts.workers,
         limits=Limits(timeout_ms=scripts.timeout_ms, memory_mb=scripts.memory_mb),
@@ -20,6 +22,7 @@ def pool_for(scripts: Any) -> WorkerPool:
             quarantine_window_s=scripts.quarantine_window_s,
         ),
         max_contexts=scripts.max_contexts,
+        prestarted=prestarted,
     )
 
 
@@ -30,6 +33,7 @@ __all__ = [
     "Language",
     "Limits",
     "PoolPolicy",
+    "Prestarted",
     "WorkerPool",
     "pool_for",
 ]

@@ -51,6 +51,42 @@ class _Ticket:
         self.owner = owner
 
 
+def new_folder() -> tempfile.TemporaryDirectory[str]:
+    """The empty folder a pool's workers run in (their working directory)."""
+    return tempfile.TemporaryDirectory(prefix="hookengine-sandbox-")
+
+
+class Prestarted:
+    """A worker started before its pool exists, for a pool to take (``Workers``).
+
+    A one-shot ``hook_tool`` starts one before it imports the engine's configuration models:
+    the worker's own start-up (a Python start, its imports) then runs beside those imports on
+    the other core instead of after them. Its folder goes to the pool with it. ``close``
+    stops a worker no pool took.
+    """
+
+    def __init__(self) -> None:
+        """Raises OSError when the process cannot start (the caller goes on without it)."""
+        self.folder = new_folder()
+        try:
+            self._worker: Worker | None = Worker(self.folder.name)
+        except BaseException:
+            self.folder.cleanup()
+            raise
+
+    def take(self) -> list[Worker]:
+        """The worker, once (a pool takes it and its folder)."""
+        worker, self._worker = self._worker, None
+        return [worker] if worker is not None else []
+
+    def close(self) -> None:
+        """Stop the worker and remove its folder, unless a pool took them."""
+        if self._worker is not None:
+            self._worker.kill()
+            self._worker = None
+            self.folder.cleanup()
+
+
 class Workers:
     """A thread-safe set of workers shared fairly between hooks.
 
@@ -60,14 +96,22 @@ class Workers:
     become a storm of processes. A hook that keeps killing workers is quarantined.
     """
 
-    def __init__(self, size: int, policy: PoolPolicy = PoolPolicy()) -> None:  # noqa: B008
+    def __init__(
+        self,
+        size: int,
+        policy: PoolPolicy = PoolPolicy(),  # noqa: B008
+        *,
+        prestarted: Prestarted | None = None,
+    ) -> None:
         """Start ``size`` workers. Those that cannot start (EAGAIN at a process limit, out of
         memory) are owed to the background spawner: the pool starts smaller and fills up.
+        ``prestarted``: a worker started before the pool (``Prestarted``), which the pool
+        takes as one of its own (with its folder).
 
         Raises:
             ScriptLimitError: a worker started and died (the interpreter is broken).
         """
-        self._dir = tempfile.TemporaryDirectory(prefix="hookengine-sandbox-")
+        self._dir = prestarted.folder if prestarted is not None else new_folder()
         self.size = max(1, size)
         self.policy = policy
         self.per_hook = policy.per_hook(self.size)
@@ -94,7 +138,7 @@ class Workers:
         self.last_spawn_error: str | None = None
         """Why the newest spawn failed; None once one succeeded after it."""
         self._spawner: threading.Thread | None = None
-        started = self._start_all()
+        started = self._start_all(prestarted.take() if prestarted is not None else [])
         self._all.update(started)
         self._idle.extend(started)
         self.spawned_total = len(started)
@@ -103,10 +147,10 @@ class Workers:
             # started now, it idles until needed: at a process limit no thread could start
             self._start_spawner()
 
-    def _start_all(self) -> list[Worker]:
-        """The workers that could start, ready (they start in parallel)."""
-        started: list[Worker] = []
-        for _ in range(self.size):
+    def _start_all(self, given: list[Worker]) -> list[Worker]:
+        """The workers that could start, ready (they start in parallel), ``given`` first."""
+        started: list[Worker] = list(given)
+        for _ in range(self.size - len(given)):
             try:
                 started.append(Worker(self._dir.name))
             except OSError as exc:

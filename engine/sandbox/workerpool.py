@@ -29,7 +29,7 @@ from engine.sandbox.limits import (
     Limits,
     config_key,
 )
-from engine.sandbox.pool import GRACE_S, Worker, WorkerDied, Workers
+from engine.sandbox.pool import GRACE_S, Prestarted, Worker, WorkerDied, Workers
 from engine.sandbox.supervise import PoolPolicy
 
 if TYPE_CHECKING:
@@ -56,10 +56,11 @@ class WorkerPool:
         limits: Limits = Limits(),  # noqa: B008 - frozen
         policy: PoolPolicy = PoolPolicy(),  # noqa: B008 - frozen
         max_contexts: int = 64,
+        prestarted: Prestarted | None = None,
     ) -> None:
         self.limits = limits
         self.max_contexts = max_contexts
-        self._workers = Workers(size, policy)
+        self._workers = Workers(size, policy, prestarted=prestarted)
         self._configs = ConfigTexts()
         self._contexts = 0
         self._held: Counter[str] = Counter()
