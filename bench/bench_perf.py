@@ -61,6 +61,7 @@ from common import (
     plain_python,
     rego,
     script_hook,
+    thread_cpu_s,
     tool_calls,
     write_agent,
 )
@@ -178,8 +179,18 @@ def row_guard(run: Run) -> None:
                 cases[f"{label} guard, records {records}"] = tool_calls(
                     agent, EVENTS, misses=run.misses
                 )
+        writer = engine.writer
+        assert writer is not None
+        written, cpu = writer.health()["written"], thread_cpu_s("hookengine-records")
         t = timed_rounds(run, cases, slow=frozenset({"Rego in-process (regopy)"}))
+        engine.flush()
+        written = writer.health()["written"] - written
+        cpu = thread_cpu_s("hookengine-records") - cpu
     print_cases("no_deletes guard at tool_call", t, baseline="plain Python function (floor)")
+    print(
+        f"  the record writer's thread: {cpu / max(written, 1) * 1e6:.1f} µs of CPU per record "
+        f"({written} records; clock ticks of 10 ms, so read it over many)"
+    )
     rego_p50 = t["Rego in-process (regopy)"].p50
     for label in ("JavaScript", "Python"):
         on, off = t[f"{label} guard, records on"], t[f"{label} guard, records off"]

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
 import statistics
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -83,6 +85,17 @@ def uptime() -> str:
     """The load averages, as ``uptime`` prints them, for a bench's first and last lines."""
     with open("/proc/loadavg", encoding="ascii") as f:
         return "load average " + ", ".join(f.read().split()[:3])
+
+
+def thread_cpu_s(name: str) -> float:
+    """CPU seconds (user and system) of this process's thread named ``name`` so far; 0.0 if
+    none runs (read from ``/proc``: no thread can time another itself)."""
+    for thread in threading.enumerate():
+        if thread.name == name and thread.native_id is not None:
+            with open(f"/proc/self/task/{thread.native_id}/stat", encoding="ascii") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return 0.0
 
 
 def pct(times: list[float], q: float) -> float:

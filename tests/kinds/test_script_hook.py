@@ -88,7 +88,12 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
                     f"fail_{cause}_{lang}",
                     {
                         f"bad_{cause}": inline_hook(
-                            f"bad_{cause}", lang, body(lang, "tool_call", code[lang])
+                            f"bad_{cause}",
+                            lang,
+                            body(lang, "tool_call", code[lang]),
+                            # the memory cases run 40 to 110 ms to their limit on a loaded
+                            # machine: their own time limit leaves the memory limit to fire
+                            "timeout_ms: 1000\n" if cause == "memory" else "",
                         )
                     },
                 )
