@@ -489,7 +489,8 @@ def _settle(c: _Context, timeout_ms: int, started: float) -> bool:
     runs now, after the answer is fixed and within what is left of the time limit, and a context
     that had one is not kept.
     """
-    left = timeout_ms / 1000 - (time.process_time() - started)
+    used = time.process_time() - started
+    left = timeout_ms / 1000 - used
     if left <= 0:
         raise _Overtime
     c.ctx.set_time_limit(left)
@@ -501,7 +502,8 @@ def _settle(c: _Context, timeout_ms: int, started: float) -> bool:
         queued = True
     except _quickjs.StackOverflow:
         queued = True
-    used = time.process_time() - started
+    if queued:  # a job ran: its time counts (none queued: the look took no time to speak of)
+        used = time.process_time() - started
     if used >= timeout_ms / 1000:
         raise _Overtime
     c.used = used

@@ -11,7 +11,7 @@ import _quickjs
 import pytest
 
 from engine.errors import ScriptCompileError, ScriptError
-from engine.sandbox import Language, WorkerPool
+from engine.sandbox import CallResult, Language, WorkerPool
 from engine.sandbox.javascript import JavaScriptRuntime
 from engine.sandbox.static_checks import JS_GLOBALS
 
@@ -106,6 +106,18 @@ def test_date_gives_the_calls_time_however_it_is_reached(pool: WorkerPool) -> No
     assert value["text"].startswith("Tue Mar 04 2025 05:06:07 GMT+0000")
     assert (value["hours"], value["offset"]) == (5, 0)  # workers run in UTC
     assert value["local"] == "2025-01-02T03:00:00.000Z"
+
+
+def test_date_is_the_events_time_as_the_call_began_whatever_the_script_changes(
+    pool: WorkerPool,
+) -> None:
+    """The time is parsed when a Date first asks for it, from the text the call began with: a
+    script that rewrites (or deletes) ``event.time`` first cannot move its own clock."""
+    moved = js_call(pool, "event.time = '1999-01-01T00:00:00+00:00'; return {t: Date.now()};")
+    gone = js_call(pool, "delete event.time; return {t: new Date().getTime()};")
+    assert isinstance(moved, CallResult) and isinstance(gone, CallResult)
+    assert moved.value == {"t": MS}
+    assert gone.value == {"t": MS}
 
 
 def test_date_with_arguments_is_the_ordinary_calendar(pool: WorkerPool) -> None:

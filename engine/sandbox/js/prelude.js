@@ -26,8 +26,10 @@ globalThis.__he = (function (g) {
   ["eval", "Date", "performance", "WeakRef", "FinalizationRegistry", "SharedArrayBuffer",
    "Atomics", "queueMicrotask", "__heHost", "__heRegex"].forEach(function (k) { delete g[k]; });
   /* The running call: its request, its output and its time (ms, or NaN when the event has
-     none); null at load time and between calls. console and Date read it. */
-  var current = null, currentOut = null, currentTime = NaN;
+     none); null at load time and between calls. console and Date read it. The time is read
+     from the event's text as the call starts (``timeText``: a string, which nothing can
+     change) and parsed only when a Date asks for it: most calls never do. */
+  var current = null, currentOut = null, currentTime = NaN, timeText = null;
   /* Date with the call's frozen time: ``new Date()`` and ``Date.now()`` give the event's time
      (host.now()), so a replay decides the same way and no script can read a clock (no
      timing attack, no real time). With arguments it is the ordinary Date; the worker runs in
@@ -35,6 +37,7 @@ globalThis.__he = (function (g) {
      Date.prototype.constructor is this one. */
   function callTime(what) {
     if (current === null) { throw new TypeError(what + ": the time is only known inside an on_<point> call (it is host.now())"); }
+    if (timeText !== null) { currentTime = dateParse(timeText.replace(/(\.\d{3})\d+/, "$1")); timeText = null; }
     if (currentTime !== currentTime) { throw new TypeError(what + ": this event has no time (host.now() is null)"); }
     return currentTime;
   }
@@ -48,10 +51,11 @@ globalThis.__he = (function (g) {
   Date.parse = dateParse;
   Date.UTC = RealDate.UTC;
   g.Date = Date;
-  function timeOf(event) {
+  /* The event's time as text (Python writes microseconds; callTime cuts them to the
+     milliseconds Date.parse reads), or null. */
+  function timeTextOf(event) {
     var t = event !== null && typeof event === "object" && hasOwn.call(event, "time") ? event.time : null;
-    /* Python writes microseconds; Date.parse reads milliseconds */
-    return typeof t === "string" ? dateParse(t.replace(/(\.\d{3})\d+/, "$1")) : NaN;
+    return typeof t === "string" ? t : null;
   }
   /* console.log/info/warn/error/debug: host.log with the level leading the line (log and info
      plain). Each value is shown as text the way the call's results are checked (JSON, within
@@ -258,7 +262,8 @@ globalThis.__he = (function (g) {
     freshPatterns();
     current = req;
     currentOut = out;
-    currentTime = timeOf(req.event);
+    currentTime = NaN;
+    timeText = timeTextOf(req.event);
     try {
       if (script === null) { fail("call", "no script is loaded"); }
       var fns = perCall || kept === null ? script() : body(kept);
