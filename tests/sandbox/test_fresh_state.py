@@ -181,6 +181,14 @@ JS_CHANNELS: dict[str, tuple[str, str]] = {
     "math_object": ("Math.max = Math.min;", "Math.max(1, 2) !== 2"),
     "host_object_identity": ("host.stash = 1;", "host.stash !== undefined"),
     "host_state_object": ("host.state.stash = 1;", "host.state.stash !== undefined"),
+    # the host's functions are one set per context (each acts for the running call)
+    "host_function": ("host.log.stash = 1;", "host.log.stash !== undefined"),
+    "host_state_function": ("host.state.get.stash = 1;", "host.state.get.stash !== undefined"),
+    "host_function_name": (
+        "Object.defineProperty(host.match, 'name', {value: 'x'});",
+        "host.match.name === 'x'",
+    ),
+    "host_entries_object": ("host.entries.stash = 1;", "host.entries.stash !== undefined"),
     "host_config_property": ("host.config.stash = event.input;", "host.config.stash !== undefined"),
 }
 JS_TOP = (
@@ -448,6 +456,28 @@ def test_a_context_left_with_promise_jobs_is_never_used_again(queue: str) -> Non
     assert js_call(js, "plant")["value"] == {"n": 0}
     assert js._ready["k"] is not first
     assert js_call(js, "probe")["value"] == {"n": 0}
+
+
+def test_the_host_used_after_its_call_ended_reaches_no_call() -> None:
+    """The host's functions are made once per context and act for the running call: one a
+    promise job calls after its call ended logs nowhere (it throws), the answer stays the
+    call's own, and the next call sees its own host, with none of it."""
+    source = (
+        "function on_tool_call(event, host) {\n"
+        "  if (event.name === 'plant') {\n"
+        "    var log = host.log, set = host.state.set;\n"
+        "    Promise.resolve().then(function () { log('late'); set('n', 1); });\n"
+        "  }\n"
+        "  host.log('call ' + event.name);\n"
+        "  return {n: host.state.get('n'), same: Object.isFrozen(host.log)};\n}\n"
+    )
+    js = compiled_runtime(source)
+    planted = js_call(js, "plant")
+    assert planted["value"] == {"n": None, "same": True}
+    assert planted["logs"] == ["call plant"] and planted["state_writes"] == {}
+    probe = js_call(js, "probe")
+    assert probe["value"] == {"n": None, "same": True}
+    assert probe["logs"] == ["call probe"] and probe["state_writes"] == {}
 
 
 def test_promise_jobs_queued_at_load_do_not_stay_in_the_kept_context() -> None:
