@@ -339,6 +339,10 @@ class JavaScriptRuntime:
             duration = (time.perf_counter() - started) * 1000
             return f'{raw[:-1]},"duration_ms":{duration:.4f}}}'
         err = json.loads(raw)["error"]
+        if err.get("thrown_null") and "throw" not in known.source:
+            # QuickJS throws null when it runs out of memory while making the error itself,
+            # and a script that never writes ``throw`` cannot have thrown it on purpose
+            return limit_failure("out of memory", False)
         return error_answer(err, "invalid_result" if err["invalid"] else "error")
 
     def _limits_json(self, key: str, limits: dict[str, int]) -> str:

@@ -557,6 +557,14 @@ CASES: list[Case] = [
         "var x = []; while (true) { x.push(new Float64Array(131072).fill(x.length)); }",
         Fails(LIMIT, "memory"),
     ),
+    # QuickJS throws null when it runs out of memory while making the error itself: a
+    # script that writes ``throw`` (here ``throw null`` on purpose) keeps its error as an error
+    case(
+        "thrown_null_is_an_error",
+        "raise ValueError(None)",
+        "throw null;",
+        Fails(RUNTIME, "error"),
+    ),
     case(
         "huge_repeat_is_refused",
         'x = "a" * 10 ** 9',

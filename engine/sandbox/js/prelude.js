@@ -197,7 +197,7 @@ globalThis.__he = (function (g) {
   }
 
   function describe(e) {
-    var out = { type: "Error", message: "", stack: "", invalid: false };
+    var out = { type: "Error", message: "", stack: "", invalid: false, thrown_null: false };
     try {
       if (e !== null && typeof e === "object") {
         out.type = typeof e.name === "string" ? e.name.slice(0, 100) : "Error";
@@ -207,6 +207,7 @@ globalThis.__he = (function (g) {
       } else if (e === null) {
         /* QuickJS throws null when it runs out of memory while making the error itself */
         out.message = "script threw null (or ran out of memory while throwing)";
+        out.thrown_null = true;
       } else { out.message = "script threw a non-Error value (" + typeof e + ")"; }
     } catch (inner) { out.message = "script threw an unreadable value"; }
     return out;
