@@ -305,9 +305,9 @@ class RecordWriter:
     def _drain(self) -> None:
         """Write what was buffered when the drain began, and then only full batches: the
         few records submitted meanwhile wait for the next round (``interval``, or a flush or
-        close, which wake the writer at once). A writer that chased every record would write
-        batches of a handful, each paying its own transaction, and take a core's worth of
-        the host from a busy caller."""
+        close, which wake the writer at once). A writer that chased every record wrote
+        batches of a handful while the host was busy, each paying its own transaction
+        (``bench/bench_perf.py`` prints the writer's CPU per record)."""
         if not self._buffer and not self._held:
             if _clock() - self._checked_at >= self.IDLE_CHECK_S:
                 self._check_file()

@@ -180,7 +180,8 @@ globalThis.__he = (function (g) {
   /* The host API's functions, made once per context and frozen (arrow functions: there is no
      prototype object to write to): each acts for the running call (current, currentOut). A
      call's host object is one frozen object of its own holding them and its config; making
-     eleven closures and three objects for every call cost a tenth of a small call. */
+     eleven closures and three objects for every call cost about a fifth of the no_deletes
+     guard's call (bench/bench_js_runtime.py). */
   function shared(name) {
     return freeze((...args) => {
       if (current === null) { fail("host", "used after its call ended"); }
