@@ -353,7 +353,7 @@ def test_records_that_arrive_during_a_write_wait_for_the_next_round_unless_a_bat
     tmp_path: Path, during: int, batches_before_next_round: list[int]
 ) -> None:
     """A writer that chased every record submitted while it wrote would write a handful per
-    transaction and take a core from a busy host; a full batch still goes at once."""
+    transaction while the host is busy; a full batch still goes at once."""
     from engine.records import RecordWriter
 
     store = _Arriving(open_store(str(tmp_path / "s.db")), during)
