@@ -1,7 +1,8 @@
 """Which JavaScript scripts may run their top level once per context, and how (host side).
 
 A script's top level normally runs again on every call (docs/scripting.md, "Fresh state on every
-call"). For a script whose top level is only ``const`` declarations and function declarations,
+call"). For a script whose top level is only declarations (``const``, ``let`` and ``var``, one
+plain name each) and function declarations,
 the worker can instead run it once per prepared context and hand every call frozen plain copies
 of the constants (prelude.js ``keep``), while the functions are still made anew each call. This
 module decides, with a real parser, whether a script qualifies and writes the per-call body.
@@ -42,7 +43,8 @@ _OBSERVES = re.compile(
 """Names through which a call could catch an error, reach a promise, wrap an error in another
 (disposal), or tell a frozen object from a fresh one."""
 _PARAM = "__heKept"
-_CONST = re.compile(r"\bconst\b")
+_DECLARES = re.compile(r"\b(?:const|let|var)\b")
+_KEYWORDS = {"const", "let", "var"}
 
 
 def context_capacity(scripts: int, *, cap: int) -> tuple[int, str | None]:
@@ -70,29 +72,37 @@ def context_capacity(scripts: int, *, cap: int) -> tuple[int, str | None]:
 def top_level_plan(source: str) -> dict[str, Any] | None:
     """The plan for running ``source``'s top level once per context, or None (every call).
 
+    A ``let`` or ``var`` qualifies as a ``const`` does: the per-call body declares it again,
+    bound to the kept copy of its value, so a call that assigns to it changes only its own
+    binding (the body runs anew every call). Values are taken once the whole top level has
+    run, and the body only binds names (it runs no code), so a name declared twice, or one a
+    later initializer changed through a function, ends each call's top level where the fresh
+    top level would have left it.
+
     Returns:
         ``{"names": [...], "param": str, "body": str, "objects": bool}``: the top-level
-        constants, in order; the name the per-call body gets their kept copies under; the
-        source with each top-level ``const`` statement replaced by bindings to those copies
-        (lines kept, so error positions stay the same); and whether the copies may be objects
+        declared names, in order (a ``var`` declared twice is listed twice); the name the
+        per-call body gets their kept copies under; the source with each top-level declaration
+        replaced by bindings to those copies, under its own keyword (lines kept, so error
+        positions stay the same); and whether the copies may be objects
         (False for a script that could swallow or observe a write to a frozen object).
         Cached by source for the last 32 sources (a file under many owners is parsed once per
         load); do not mutate it.
     """
-    if not _CONST.search(source):
+    if not _DECLARES.search(source):
         return None  # no constants to keep; and no parser to import (a one-shot's start-up)
     data = source.encode("utf-8", "surrogatepass")
     tree = _parser().parse(data)
     root = tree.root_node
     if root.has_error:
         return None
-    consts: list[tuple[int, int, list[str]]] = []
+    consts: list[tuple[int, int, str, list[str]]] = []
     for node in root.named_children:
-        if node.type == "lexical_declaration":
-            names = _const_names(node)
-            if names is None:
+        if node.type in ("lexical_declaration", "variable_declaration"):
+            declared = _declared_names(node)
+            if declared is None:
                 return None
-            consts.append((node.start_byte, node.end_byte, names))
+            consts.append((node.start_byte, node.end_byte, *declared))
         elif not _harmless_statement(node):
             return None
     if not consts:
@@ -103,7 +113,7 @@ def top_level_plan(source: str) -> dict[str, Any] | None:
     param = _PARAM
     while param in source:
         param += "_"
-    names = [n for _, _, group in consts for n in group]
+    names = [n for _, _, _, group in consts for n in group]
     return {
         "names": names,
         "param": param,
@@ -123,10 +133,11 @@ def _harmless_statement(node: Any) -> bool:
     return False
 
 
-def _const_names(node: Any) -> list[str] | None:
-    """The names a top-level ``const a = ..., b = ...;`` declares; None for ``let``, ``var``
-    (a ``variable_declaration``), destructuring or a declarator without a value."""
-    if node.children[0].type != "const":
+def _declared_names(node: Any) -> tuple[str, list[str]] | None:
+    """The keyword and the names a top-level ``const``/``let``/``var a = ..., b;`` declares;
+    None for destructuring, or a ``const`` declarator without a value (not JavaScript)."""
+    keyword = node.children[0].type
+    if keyword not in _KEYWORDS:
         return None
     names = []
     for decl in node.named_children:
@@ -135,10 +146,10 @@ def _const_names(node: Any) -> list[str] | None:
         name = decl.child_by_field_name("name")
         if decl.type != "variable_declarator" or name is None or name.type != "identifier":
             return None
-        if decl.child_by_field_name("value") is None:
+        if keyword == "const" and decl.child_by_field_name("value") is None:
             return None
         names.append(name.text.decode("utf-8", "surrogatepass"))
-    return names or None
+    return (keyword, names) if names else None
 
 
 def _scan(root: Any) -> tuple[bool, bool]:
@@ -158,14 +169,14 @@ def _scan(root: Any) -> tuple[bool, bool]:
     return names_eval, observes
 
 
-def _body(data: bytes, consts: list[tuple[int, int, list[str]]], param: str) -> str:
-    """The source with each const statement bound to the kept copies, newlines kept."""
+def _body(data: bytes, consts: list[tuple[int, int, str, list[str]]], param: str) -> str:
+    """The source with each declaration bound to the kept copies, newlines kept."""
     out, at, index = [], 0, 0
-    for start, end, names in consts:
+    for start, end, keyword, names in consts:
         binds = ", ".join(f"{n} = {param}[{index + i}]" for i, n in enumerate(names))
         index += len(names)
         out.append(data[at:start])
-        out.append(_blank_over(f"const {binds};".encode(), data[start:end]))
+        out.append(_blank_over(f"{keyword} {binds};".encode(), data[start:end]))
         at = end
     out.append(data[at:])
     return b"".join(out).decode("utf-8", "surrogatepass")

@@ -172,9 +172,9 @@ def test_the_plan_body_binds_the_constants_and_keeps_every_line_and_later_column
 @pytest.mark.parametrize(
     "top",
     [
-        "let n = 1;",
-        "var n = 1;",
         "class C {}",
+        "var {n} = {n: 1};",
+        "let [m] = [1];",
         "const {a} = {a: 1};",
         "if (true) { }",
         "for (const x of []) {}",
@@ -263,13 +263,70 @@ def test_names_in_comments_change_nothing() -> None:
     assert plan is not None and plan["objects"] is True
 
 
-def test_a_script_without_the_word_const_is_not_parsed() -> None:
+def test_a_script_that_declares_nothing_is_not_parsed() -> None:
     # The parser is imported and run only for a script that may have constants to keep.
     from engine.sandbox import jsscope
 
     jsscope._parser.cache_clear()
-    assert top_level_plan("var K = [1];\nfunction on_tool_call(e, h) { return null; }\n") is None
+    source = "function on_tool_call(e, h) { return {constant: 1, variable: 2}; }\n"
+    assert top_level_plan(source) is None
     assert jsscope._parser.cache_info().currsize == 0
+
+
+def test_let_and_var_get_a_plan_under_their_own_keyword() -> None:
+    source = (
+        "let a = 1, b;\nvar c = [1];\nvar c = 2;\nconst D = {k: c};\n"
+        "function on_tool_call(e, h) { return null; }\n"
+    )
+    plan = top_level_plan(source)
+    assert plan is not None
+    p = plan["param"]
+    assert plan["names"] == ["a", "b", "c", "c", "D"]
+    assert f"let a = {p}[0], b = {p}[1];" in plan["body"]
+    assert f"var c = {p}[2];" in plan["body"] and f"var c = {p}[3];" in plan["body"]
+    assert f"const D = {p}[4];" in plan["body"]
+
+
+def test_a_kept_let_or_var_is_rebound_every_call() -> None:
+    # A call that assigns to a kept name changes only its own binding; a name declared twice,
+    # or changed by a function while the top level ran, starts every call where a fresh top
+    # level would have left it; a write into a kept object falls back to a fresh top level.
+    source = (
+        "var n = 0;\nfunction bump() { n += 10; return n; }\nconst FIRST = bump();\n"
+        "let seen = [];\nvar twice = 1;\nvar twice = twice + 1;\nlet unset;\n"
+        "function on_tool_call(event, host) {\n  n++;\n  twice *= 3;\n"
+        "  if (event.name === 'push') { seen.push(1); }\n"
+        "  return {n: n, first: FIRST, twice: twice, seen: seen.length,\n"
+        "          unset: unset === undefined};\n}\n"
+    )
+    plan = top_level_plan(source)
+    assert plan is not None
+    js = JavaScriptRuntime()
+    req = {"source": source, "filename": "t.js", "key": "lv", "limits": LIMITS}
+    assert js.compile({**req, "top_level": plan})["once"] == "once"
+
+    def call_value(js: JavaScriptRuntime, key: str, name: str) -> object:
+        call = {
+            "function": "on_tool_call",
+            "script": {"key": key, "filename": "t.js"},
+            "limits": LIMITS,
+            "limits_key": "l",
+            "config_key": "c1",
+            "config_text": "{}",
+            "state": {},
+        }
+        answer = js.call_v2(call, json.dumps({"name": name, "input": {}}))
+        js.prepare()
+        answer = json.loads(answer) if isinstance(answer, str) else answer
+        assert answer["ok"], answer
+        return answer["value"]
+
+    expected = {"n": 11, "first": 10, "twice": 6, "seen": 0, "unset": True}
+    for name in ("a", "b", "a"):
+        assert call_value(js, "lv", name) == expected
+    assert call_value(js, "lv", "push") == {**expected, "seen": 1}
+    assert js._recent["lv"].plan is None  # the write fell back: every later call runs fresh
+    assert call_value(js, "lv", "a") == expected
 
 
 def test_after_a_batch_every_script_it_called_is_looked_after() -> None:
