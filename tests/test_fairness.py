@@ -219,6 +219,42 @@ def test_a_hook_that_keeps_killing_workers_is_quarantined_until_reloaded(
     assert not engine.agent("a").tool_call("ls", {}).blocked
 
 
+SLOW_ONCE = (
+    "// declarations only: the top level runs once per prepared context, at length\n"
+    "const TABLE = (function () { var x = 0; for (var i = 0; i < 1e7; i++) {"
+    " x = (x + i) % 1000003; } return x; })();\n"
+    "function on_tool_call(event, host) { throw new Error('this hook always fails'); }\n"
+)
+
+
+def test_a_slow_top_level_is_prepared_again_on_its_own_time_not_another_agents(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
+) -> None:
+    # A failed call throws its context away. Preparing it again runs its top level (a third of
+    # a second here); done between requests, the other agent's next call on the same worker
+    # waited for it, ran past its deadline (2 x 10 ms + slack), had its worker killed and was
+    # blamed, and after five such kills quarantined.
+    root = project(
+        {
+            "engine.yaml": "process: test\nscripts: {timeout_ms: 100, workers: 1}\n",
+            **agent_files("a", {"bad": inline_hook("bad", "js", SLOW_ONCE)}),
+            **agent_files(
+                "b", {"good": inline_hook("good", "js", GUARD["js"], "timeout_ms: 10\n")}
+            ),
+        }
+    )
+    engine = load(root)
+    spawned = engine.status()["sandbox"]["spawned_total"]
+    for _ in range(6):
+        out = engine.agent("a").tool_call("ls", {})
+        assert out.blocked and out.hooks[0].cause in ("error", "timeout")
+        good = engine.agent("b").tool_call("ls", {})
+        assert not good.blocked, good.hooks[0].error
+        assert engine.agent("b").tool_call("rm", {}).reason == "no deletes"
+    assert engine.status()["sandbox"]["spawned_total"] == spawned  # no worker was killed
+    assert engine.status()["sandbox"]["quarantined"] == []
+
+
 def test_the_documented_engine_yaml_ceilings_are_valid_settings() -> None:
     import yaml
 

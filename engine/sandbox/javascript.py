@@ -9,7 +9,9 @@ Contexts are kept for the ``capacity`` most recent scripts (``set_capacity``). A
 thrown away after any failure, after a call that left promise jobs queued, after
 ``RECYCLE_CALLS`` calls, or when calls left memory behind (checked every ``CHECK_CALLS`` calls
 or ``CHECK_CPU_S`` of calls' CPU time); its replacement is prepared between calls, off the
-call's path. An interrupt is final: a call whose CPU time reached its limit fails as a timeout
+call's path, when preparing it is quick (``PREPARE_AHEAD_S``), and otherwise by the script's
+own next call, within that call's time limit: the next request a worker gets may be another
+hook's, whose deadline must not pay for this one's top level. An interrupt is final: a call whose CPU time reached its limit fails as a timeout
 whatever it returned (a script can catch the interrupt, e.g. in a Promise executor or
 ``AsyncDisposableStack.disposeAsync``, but not this check).
 """
@@ -58,6 +60,12 @@ reference cycles, which the collector frees later) grew by at most ~120 bytes pe
 call's CPU, so 2 ms of calls leave at most ~0.25 MB before a look, a small share of the
 smallest budget's quarter (memory_mb 1 -> 0.25 MB is checked every 2 ms). A call that ends
 with memory in use above its limit fails anyway, and a failed call's context is thrown away."""
+PREPARE_AHEAD_S = 0.02
+"""A lost context is prepared again between requests only if preparing it last took at most
+this much CPU (a context of the example guards takes a few ms); a slower one, a top level that
+runs once and computes a lot say, is prepared by the script's own next call, on its own time."""
+PREPARE_AHEAD_BUDGET_S = 0.04
+"""CPU all preparing between two requests may take; the next request waits for it."""
 DEFAULT_CAPACITY = 16
 """Prepared contexts a worker keeps until the host says how many scripts it has loaded."""
 _NAMES = re.compile(r"\bon_[A-Za-z0-9_]+|\brun\b")
@@ -119,7 +127,7 @@ class _Context:
 class _Script:
     """What a worker remembers of a recent script: enough to prepare its context again."""
 
-    __slots__ = ("limits", "plan", "source")
+    __slots__ = ("limits", "plan", "prepare_s", "source")
 
     def __init__(self, source: str, limits: dict[str, int], plan: dict[str, Any] | None) -> None:
         self.source = source
@@ -127,6 +135,8 @@ class _Script:
         self.plan = plan
         """The ``top_level`` plan from the host (see jsscope.py); None: the top level runs on
         every call (no plan, or a call wrote to a kept constant)."""
+        self.prepare_s = 0.0
+        """CPU the last preparation of its context took (``PREPARE_AHEAD_S``)."""
 
 
 class JavaScriptRuntime:
@@ -149,6 +159,8 @@ class JavaScriptRuntime:
         # kept for each (None: it was thrown away).
         self._touched: dict[str, _Context | None] = {}
         self._limits_text: dict[str, str] = {}
+        self.prepared_s = 0.0
+        """CPU the last ``_prepare`` took (infinite while one runs, or after one was cut short)."""
 
     def set_capacity(self, n: int) -> None:
         """Keep prepared contexts (and sources) for the ``n`` most recent scripts (at least 1).
@@ -197,6 +209,8 @@ class JavaScriptRuntime:
         body = STRICT + "\n" * LINE_OFFSET + source
         wrapped = "(function () {" + body + "\n;return {" + table + "};})"
         once = once_wrappers(source, plan, table, self._parses(limits)) if plan else None
+        began = time.process_time()
+        self.prepared_s = float("inf")  # until it ends: an interrupted one is not quick
         c = self._new(limits)
         c.ctx.set_time_limit(timeout_ms / 1000)
         started = time.process_time()
@@ -212,6 +226,7 @@ class JavaScriptRuntime:
         finally:
             c.ctx.set_time_limit(-1)
         c.baseline = c.ctx.memory()["memory_used_size"]
+        self.prepared_s = time.process_time() - began
         # Top-level code that queued promise jobs at load: its context is not kept.
         return (None if jobs else c), json.loads(raw)
 
@@ -243,12 +258,15 @@ class JavaScriptRuntime:
             )
         except _FAILURES as exc:
             return compile_failure(limit_reason(str(exc), "loading the script"), None, None)
+        prepared_s = self.prepared_s
         if not loaded["ok"]:
             err = loaded["error"]
             line, col = user_position(err["stack"])
             kind = f"{err['type']}: " if err.get("type") else "SyntaxError: "
             return compile_failure(f"{kind}{err['message']}", line, col)
-        self._remember(req["key"], _Script(req["source"], limits, _still(plan, loaded)))
+        known = _Script(req["source"], limits, _still(plan, loaded))
+        known.prepare_s = prepared_s
+        self._remember(req["key"], known)
         if c is not None:
             self._keep(req["key"], c)
         return {"ok": True, "functions": loaded["functions"], "once": loaded["once"]}
@@ -307,12 +325,17 @@ class JavaScriptRuntime:
         healthy = keep = False
         try:
             if c is None:
-                c, loaded = self._prepare(
-                    known.source, limits, timeout_ms=limits["timeout_ms"], plan=known.plan
-                )
-                if c is None and loaded["ok"]:  # its top level, run once, queued promise jobs
-                    known.plan = None
-                    c, loaded = self._prepare(known.source, limits, timeout_ms=limits["timeout_ms"])
+                try:
+                    c, loaded = self._prepare(
+                        known.source, limits, timeout_ms=limits["timeout_ms"], plan=known.plan
+                    )
+                    if c is None and loaded["ok"]:  # its top level, run once, queued jobs
+                        known.plan = None
+                        c, loaded = self._prepare(
+                            known.source, limits, timeout_ms=limits["timeout_ms"]
+                        )
+                finally:
+                    known.prepare_s = self.prepared_s
                 if not loaded["ok"]:
                     return error_answer(loaded["error"], "error")
                 known.plan = _still(known.plan, loaded)
@@ -394,21 +417,29 @@ class JavaScriptRuntime:
             if c is not None and self._ready.get(key) is c and self._left_memory(key, c):
                 self._used.append(self._ready.pop(key))
         self._used.clear()
+        spent = 0.0
         for key in list(touched) or list(self._recent)[-1:]:
-            if key in self._recent and key not in self._ready:
-                self._prepare_ready(key)
+            known = self._recent.get(key)
+            if known is None or key in self._ready or known.prepare_s > PREPARE_AHEAD_S:
+                continue  # a slow one is prepared by its own next call (PREPARE_AHEAD_S)
+            if spent >= PREPARE_AHEAD_BUDGET_S:
+                break
+            self._prepare_ready(key, known)
+            spent += min(known.prepare_s, PREPARE_AHEAD_BUDGET_S)
 
-    def _prepare_ready(self, key: str) -> None:
-        known = self._recent[key]
+    def _prepare_ready(self, key: str, known: _Script) -> None:
         try:
+            # Cut short at twice the quick limit: the next request is waiting.
             fresh, loaded = self._prepare(
                 known.source,
                 known.limits,
-                timeout_ms=known.limits["compile_timeout_ms"],
+                timeout_ms=max(1, int(2000 * PREPARE_AHEAD_S)),
                 plan=known.plan,
             )
-        except (_quickjs.JSException, _quickjs.StackOverflow):
+        except _FAILURES:
             return
+        finally:
+            known.prepare_s = self.prepared_s
         if fresh is not None and loaded["ok"]:
             known.plan = _still(known.plan, loaded)
             self._ready[key] = fresh

@@ -329,6 +329,29 @@ def test_a_kept_let_or_var_is_rebound_every_call() -> None:
     assert call_value(js, "lv", "a") == expected
 
 
+def test_a_context_slow_to_prepare_is_prepared_by_its_own_next_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Between requests a worker prepares again only contexts that are quick to prepare: the
+    # next request may be another hook's. A slow one is prepared within its own next call.
+    from engine.sandbox import javascript
+
+    failing = "const K = [1];\nfunction on_tool_call(event, host) { throw new Error('x'); }\n"
+    js = JavaScriptRuntime()
+    load(js, "quick", failing)
+    assert v2(js, "quick")["ok"] is False  # v2 runs prepare() after the call
+    assert "quick" in js._ready
+    assert js._recent["quick"].prepare_s < javascript.PREPARE_AHEAD_S
+    monkeypatch.setattr(javascript, "PREPARE_AHEAD_S", 0.0)
+    load(js, "slow", failing)
+    assert "slow" in js._ready  # the load keeps what it prepared
+    assert v2(js, "slow")["ok"] is False
+    assert "slow" not in js._ready
+    answer = v2(js, "slow")  # prepared in the call: the same answer as before
+    assert answer["ok"] is False and "x" in str(answer)
+    assert js._recent["slow"].prepare_s > 0
+
+
 def test_after_a_batch_every_script_it_called_is_looked_after() -> None:
     # Two scripts called in one request, as a batch does: both lose their context (one to a
     # failure, one to memory left behind) and both get a new one before the next request.
