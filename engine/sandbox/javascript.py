@@ -11,9 +11,10 @@ thrown away after any failure, after a call that left promise jobs queued, after
 or ``CHECK_CPU_S`` of calls' CPU time); its replacement is prepared between calls, off the
 call's path, when preparing it is quick (``PREPARE_AHEAD_S``), and otherwise by the script's
 own next call, within that call's time limit: the next request a worker gets may be another
-hook's, whose deadline must not pay for this one's top level. An interrupt is final: a call whose CPU time reached its limit fails as a timeout
-whatever it returned (a script can catch the interrupt, e.g. in a Promise executor or
-``AsyncDisposableStack.disposeAsync``, but not this check).
+hook's, whose deadline must not pay for this one's top level. An interrupt is final: a call
+whose CPU time reached its limit fails as a timeout whatever it returned (a script can catch
+the interrupt, e.g. in a Promise executor or ``AsyncDisposableStack.disposeAsync``, but not
+this check).
 """
 
 from __future__ import annotations
