@@ -280,6 +280,20 @@ def guarded_getattr(budget: Budget, obj: Any, name: str, *default: Any) -> Any:
     return value
 
 
+def _whole_text(where: str, name: str, text: str) -> None:
+    """A name the store keeps (a state key, an entry's kind) must be whole Unicode text: a lone
+    surrogate (half of a character cut in two) cannot be stored, and replacing it would merge
+    names. host.js checks the same."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise TypeError(
+            f"{where}: {name} holds half of a character (a lone surrogate "
+            f"\\u{ord(text[exc.start]):04x} at index {exc.start}); was a text cut in the middle "
+            "of a character?"
+        ) from None
+
+
 MAX_STATE_TTL_S = 315_360_000
 """The longest TTL of a host.state key: ten years (host.js has the same number)."""
 
@@ -310,6 +324,7 @@ class HostState:
         _check_text("host.state", "key", key, self._limits["max_state_key_chars"])
         if not key:
             raise TypeError("host.state: key must not be empty")
+        _whole_text("host.state", "key", key)
 
     def _live(self, key: str) -> bool:
         if key in self._writes:
@@ -330,6 +345,12 @@ class HostState:
         copy = _plain_copy(
             "host.state.set: value", value, limits["max_depth"], limits["max_state_value_bytes"]
         )
+        if copy is None and key not in self._snapshot:
+            # Deleting a key the store does not hold is no write at all: only deletes of
+            # stored keys come back, so a call's writes stay bounded by max_state_keys twice.
+            self._writes.pop(key, None)
+            self._ttls.pop(key, None)
+            return
         if copy is not None and not self._live(key):
             live = sum(1 for k in {*self._snapshot, *self._writes} if self._live(k))
             if live >= limits["max_state_keys"]:
@@ -373,6 +394,7 @@ class HostEntries:
         _check_text(where, "kind", kind, self._limits["max_entry_kind_chars"])
         if not kind:
             raise TypeError(f"{where}: kind must not be empty")
+        _whole_text(where, "kind", kind)
 
     def _conversation(self, where: str) -> None:
         if self._snapshot is None:
