@@ -7,10 +7,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.boundary import normalize_value
 from engine.changes import Change, parse_change
 from engine.config.loader import HookSpec, show
 from engine.config.models import ScriptHookConfig, ScriptSettings
-from engine.errors import ConfigError, Problem, ScriptError, ScriptLimitError
+from engine.errors import ConfigError, PluginError, Problem, ScriptError, ScriptLimitError
 from engine.kinds import BuildEnv
 from engine.kinds.base import HookContext, Mode
 from engine.kinds.common import SpecHook
@@ -137,44 +138,69 @@ class ScriptHook(SpecHook):
             if result.cause == "timeout":
                 result = self._timed_out(result)
             raise _located(result, self.name, self.script.filename, offsets) from result
+        # What the call hands over is made whole before anything is kept: a lone surrogate in
+        # a value becomes U+FFFD, as in a change, so no store or printer meets one, and a call
+        # whose entries could not be stored has not saved its state first.
+        emits = self._stored(result.emits, "host.emit") if result.emits else result.emits
+        writes = result.state_writes
+        if writes:
+            writes = self._stored(writes, "host.state.set")
+        added = result.entries_added
+        if added:
+            added = self._stored(added, "host.entries.add")
         if result.logs:
             ctx.logs.extend(result.logs)
-        if result.emits:
-            ctx.events.extend(result.emits)
+        if emits:
+            ctx.events.extend(emits)
         terms = str(self.script.language)  # errors name values as the script does
         change = parse_change(point, result.value, hook=self.name, event=event, terms=terms)
-        if result.state_writes:
+        if writes:
             ctx.store.state_save(
                 self._state_key(ctx),
                 ctx.scope_key,
-                result.state_writes,
+                writes,
                 ttls=result.state_ttls,
                 time=event.get("time"),
             )
-            ctx.extras["state_writes"] = result.state_writes
+            ctx.extras["state_writes"] = writes
             if result.state_ttls:
                 ctx.extras["state_ttls"] = result.state_ttls
-        self._keep_entries(event, ctx, result)
+        self._keep_entries(event, ctx, result.entries_read, added)
         return change
 
-    def _keep_entries(self, event: dict[str, Any], ctx: HookContext, result: CallResult) -> None:
+    def _stored(self, value: Any, where: str) -> Any:
+        """``value`` (JSON data a worker checked) with its texts made whole.
+
+        Raises:
+            PluginError: the worker handed over something that is not JSON data.
+        """
+        whole, problems = normalize_value(value, where)
+        if problems:
+            raise PluginError(
+                f"{self.script.filename}: {'; '.join(problems)}", hook=self.name, field=where
+            )
+        return whole
+
+    def _keep_entries(
+        self, event: dict[str, Any], ctx: HookContext, read: bool, added: list[dict[str, Any]]
+    ) -> None:
         """Store the entries the script added, stamped with the event's turn; the record
         keeps them, and what the script saw when it listed them (replay hands it that)."""
         session = ctx.scope.session_id
-        if not result.entries_read:
+        if not read:
             ctx.extras.pop("entries_seen", None)
-        if not result.entries_added or not session:
+        if not added or not session:
             return
         ctx.store.entries_add(
             ctx.agent,
             session,
-            result.entries_added,
+            added,
             user_id=ctx.scope.user_id,
             turn=event.get("turn_id"),
             time=event["time"],
             keep=self.limits.max_entries,
         )
-        ctx.extras["entries_added"] = result.entries_added
+        ctx.extras["entries_added"] = added
 
     def _timed_out(self, exc: ScriptError) -> ScriptError:
         """A timeout in the author's terms: the hook, the limit, and the key that sets it."""

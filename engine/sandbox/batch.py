@@ -519,6 +519,8 @@ def _worst_answer(limits: Limits) -> int:
         + limits.max_state_keys
         * (limits.max_state_value_bytes + 2 * limits.max_state_key_chars + 32)
         * escaped
+        # and a delete of each key the scope held (deleting one it does not hold writes nothing)
+        + limits.max_state_keys * (2 * limits.max_state_key_chars + 32) * escaped
         + limits.max_entry_adds
         * (limits.max_entry_bytes + limits.max_entry_kind_chars + 32)
         * escaped

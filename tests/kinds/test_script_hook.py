@@ -203,6 +203,48 @@ def test_state_is_saved_only_on_success_and_kept_per_hook_and_scope(
     assert store.state_load(f"state_{lang}:counter2", f"user:state-{lang}") == {"n": 2}
 
 
+HALVES = {
+    # half of an emoji in a state value, an emit and an entry: each kept with U+FFFD
+    "py": "def on_tool_call(event, host):\n    half = '\\ud83d'\n"
+    "    prev = host.state.get('v')\n    host.state.set('v', 'x' + half)\n"
+    "    host.emit({'type': 'status', 'data': {'t': 'e' + half}})\n"
+    "    host.entries.add('k', {'t': 'd' + half})\n"
+    "    if event['name'] == 'key':\n        host.state.set('k' + half, 1)\n"
+    "    return {'notice': 'prev=' + str(prev)}\n",
+    "js": "function on_tool_call(event, host) {\n  var half = '\\u{1F600}'.slice(0, 1);\n"
+    "  var prev = host.state.get('v');\n  host.state.set('v', 'x' + half);\n"
+    "  host.emit({type: 'status', data: {t: 'e' + half}});\n"
+    "  host.entries.add('k', {t: 'd' + half});\n"
+    "  if (event.name === 'key') { host.state.set('k' + half, 1); }\n"
+    "  return {notice: 'prev=' + prev};\n}\n",
+}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_half_a_character_in_a_value_is_kept_whole_and_in_a_key_is_refused(
+    tmp_path: Path, lang: str
+) -> None:
+    # A value with a lone surrogate made the store raise a bare UnicodeEncodeError after the
+    # state was saved (a failed call that kept its writes); a key with one cannot be stored.
+    root = write(
+        tmp_path / "config",
+        {
+            "engine.yaml": "process: test\n",
+            **agent_files("a", {"h": inline_hook("h", lang, HALVES[lang])}),
+        },
+    )
+    with Engine.load(root, db=str(tmp_path / "s.db")) as engine:
+        agent, scope = engine.agent("a"), {"user_id": "u", "session_id": "s"}
+        first = agent.tool_call("ls", **scope)
+        assert not first.blocked and first.events == [{"type": "status", "data": {"t": "e\ufffd"}}]
+        assert agent.tool_call("ls", **scope).notices == ["prev=x\ufffd"]
+        refused = agent.tool_call("key", **scope)
+        assert refused.blocked and refused.hooks[0].cause == "error"
+        assert "host.state: key holds half of a character" in (refused.hooks[0].error or "")
+        assert engine.store.state_load("a:h", "user:u") == {"v": "x\ufffd"}
+        assert [e["data"] for e in engine.store.entries_list("a", "s")] == [{"t": "d\ufffd"}] * 2
+
+
 @pytest.mark.parametrize("lang", LANGS)
 def test_emits_reach_the_outcome_and_logs_the_record(engine: Engine, lang: str) -> None:
     out = engine.agent(f"state_{lang}").tool_call("ok", user_id=f"emit-{lang}")

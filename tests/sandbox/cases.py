@@ -35,6 +35,8 @@ class Fails:
     error: str
     cause: str
     line: int | None = None
+    says: str | None = None
+    """Words the error's message holds, when given."""
 
 
 @dataclass(frozen=True)
@@ -330,6 +332,31 @@ CASES: list[Case] = [
         state={"k": 1},
     ),
     case(
+        "state_delete_of_a_key_not_stored_writes_nothing",
+        'host.state.set("k", 1)\n    host.state.set("k", None)\n    host.state.set("gone", None)',
+        'host.state.set("k", 1); host.state.set("k", null); host.state.set("gone", null);',
+        Returns(None, writes={}, ttls={}),
+    ),
+    case(
+        "state_deletes_are_bounded_by_what_is_stored",
+        'for i in range(3000):\n        host.state.set("k" + str(i), None)',
+        'for (var i = 0; i < 3000; i++) { host.state.set("k" + i, null); }',
+        Returns(None, writes={"k7": None}),
+        state={"k7": 1},
+    ),
+    case(
+        "state_key_with_half_a_character_is_refused",
+        'host.state.set("last:" + "\\ud83d", 1)',
+        'host.state.set("last:" + "\\u{1F600}".slice(0, 1), 1);',
+        Fails(RUNTIME, "error", says="lone surrogate"),
+    ),
+    case(
+        "state_key_with_a_whole_emoji_is_kept",
+        'host.state.set("last:\\U0001F600", 1)',
+        'host.state.set("last:\\u{1F600}", 1);',
+        Returns(None, writes={"last:\U0001f600": 1}),
+    ),
+    case(
         "state_key_must_be_string",
         "host.state.set(1, 2)",
         "host.state.set(1, 2);",
@@ -395,6 +422,7 @@ CASES: list[Case] = [
         'host.state.set("w", 1, ttl_s=60)\n    host.state.set("w", None, ttl_s=5)',
         'host.state.set("w", 1, {ttl_s: 60}); host.state.set("w", null, {ttl_s: 5});',
         Returns(None, writes={"w": None}, ttls={}),
+        state={"w": 0},
     ),
     case(
         "state_ttl_none_means_no_ttl",

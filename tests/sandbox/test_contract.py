@@ -70,6 +70,8 @@ def test_call_contract(pool: WorkerPool, c: Case, language: Language) -> None:
     assert info.value.language == language.value
     if expect.line is not None:
         assert info.value.line == expect.line
+    if expect.says is not None:
+        assert expect.says in str(info.value)
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
@@ -146,3 +148,64 @@ def test_a_javascript_result_with_symbol_keys_is_refused_not_trimmed(pool: Worke
     with pytest.raises(ScriptRuntimeError) as err:
         pool.call(script, "on_tool_call", {"name": "t", "time": "t"}, config={}, state={})
     assert err.value.cause == "invalid_result" and "symbol" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("returned", "says"),
+    [
+        ("new Date(2025, 0, 1)", "not a string (from its toJSON method)"),
+        ("{toJSON: function () { return [1, 2]; }}", "not an array (from its toJSON method)"),
+        ("{toJSON: function () { return 5; }}", "not a number (from its toJSON method)"),
+        ("{input: {limit: JSON.rawJSON('1e999')}}", "result: JSON.rawJSON values are not JSON"),
+        ("{input: {id: JSON.rawJSON('123456789012345678901234567890')}}", "JSON.rawJSON"),
+        ("(function () { var d = {a: {}}; d.a.up = d; return {input: d}; })()", "cycle"),
+    ],
+)
+def test_a_javascript_result_that_json_would_change_is_invalid(
+    pool: WorkerPool, returned: str, says: str
+) -> None:
+    # A toJSON method runs after the type check, and JSON.rawJSON text is written as it is:
+    # neither may bring a value past the checks (a non-object result, an infinite number).
+    source = f"function on_tool_call(event, host) {{\n  return {returned};\n}}\n"
+    script = pool.compile(source, filename="r.js", language=Language.JAVASCRIPT)
+    with pytest.raises(ScriptRuntimeError) as err:
+        pool.call(script, "on_tool_call", {"name": "t", "time": "t"}, config={}, state={})
+    assert err.value.cause == "invalid_result" and says in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        ("host.state.set('k', d)", "host.state.set: value: contains a cycle"),
+        ("host.emit({type: 'status', data: d})", "host.emit: event: contains a cycle"),
+        ("host.state.set('k', JSON.rawJSON('1e999'))", "host.state.set: value: JSON.rawJSON"),
+        ("host.emit({type: 'status', data: {n: JSON.rawJSON('1')}})", "host.emit: event: JSON"),
+    ],
+)
+def test_a_javascript_host_call_names_the_call_and_field_it_refuses(
+    pool: WorkerPool, call: str, says: str
+) -> None:
+    source = (
+        "function on_tool_call(event, host) {\n  var d = {}; d.self = d;\n"
+        f"  {call};\n  return null;\n}}\n"
+    )
+    script = pool.compile(source, filename="h.js", language=Language.JAVASCRIPT)
+    with pytest.raises(ScriptRuntimeError) as err:
+        pool.call(script, "on_tool_call", {"name": "t", "time": "t"}, config={}, state={})
+    assert err.value.cause == "error" and says in str(err.value) and err.value.line == 3
+
+
+def test_a_log_that_writes_to_a_kept_constant_answers_as_a_fresh_top_level(
+    pool: WorkerPool,
+) -> None:
+    # console.log shows a value through the result checker; a TypeError its toJSON raises (a
+    # write to a frozen constant, whatever the property is called) is the script's own and
+    # reaches the worker, which runs the call again with a fresh top level.
+    source = (
+        "const K = {circular: 0};\nfunction on_tool_call(event, host) {\n"
+        "  console.log({toJSON: function () { K.circular = 1; return 'logged'; }});\n"
+        "  return {notice: 'v=' + K.circular};\n}\n"
+    )
+    script = pool.compile(source, filename="k.js", language=Language.JAVASCRIPT)
+    result = pool.call(script, "on_tool_call", {"name": "t", "time": "t"}, config={}, state={})
+    assert result.value == {"notice": "v=1"} and result.logs == ['"logged"']

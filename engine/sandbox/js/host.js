@@ -11,6 +11,20 @@
     if (typeof v !== "string") { fail(where, name + " must be a string"); }
     if (v.length > max) { fail(where, name + " is longer than " + max + " characters"); }
   }
+  /* A name the store keeps (a state key, an entry's kind) must be whole Unicode text: a lone
+     surrogate cannot be stored, and replacing it would merge names (guards._whole_text). */
+  function wholeText(where, name, v) {
+    for (var i = 0; i < v.length; i++) {
+      var c = v.charCodeAt(i);
+      if (c < 0xd800 || c > 0xdfff) { continue; }
+      if (c < 0xdc00 && i + 1 < v.length) {
+        var d = v.charCodeAt(i + 1);
+        if (d >= 0xdc00 && d <= 0xdfff) { i++; continue; }
+      }
+      fail(where, name + " holds half of a character (a lone surrogate \\u" + c.toString(16) + " at index " + i +
+        "); was a text cut in the middle of a character?");
+    }
+  }
   function utf8(s) {
     var n = 0;
     for (var i = 0; i < s.length; i++) {
@@ -44,6 +58,7 @@
     function key(k) {
       checkText("host.state", "key", k, L.max_state_key_chars);
       if (k.length === 0) { fail("host.state", "key must not be empty"); }
+      wholeText("host.state", "key", k);
     }
     function live(k) { return hasOwn.call(writes, k) ? writes[k] !== null : hasOwn.call(state, k) && state[k] !== null; }
     function count() {
@@ -56,6 +71,7 @@
     function entryKind(where, k) {
       checkText(where, "kind", k, L.max_entry_kind_chars);
       if (k.length === 0) { fail(where, "kind must not be empty"); }
+      wholeText(where, "kind", k);
     }
     function conversation(where) {
       if (req.entries === null || req.entries === undefined) { fail(where, "this call has no conversation (the event has no session_id)"); }
@@ -76,13 +92,7 @@
         entryKind("host.entries.add", k);
         conversation("host.entries.add");
         if (data === undefined) { fail("host.entries.add", "data must be JSON"); }
-        var v;
-        try {
-          v = parse(h.toJSON(data, L.max_depth, L.max_entry_bytes, "host.entries.add: data"));
-        } catch (e) {
-          if (e instanceof TypeError && !e.heHost && /circular/i.test(e.message)) { fail("host.entries.add", "data: contains a cycle"); }
-          throw e;
-        }
+        var v = parse(h.toJSON(data, L.max_depth, L.max_entry_bytes, "host.entries.add: data"));
         if (added.length >= L.max_entry_adds) { fail("host.entries.add", "more than " + L.max_entry_adds + " entries"); }
         added.push({ kind: k, data: v });
         return null;
@@ -158,6 +168,13 @@
         var ttl = ttlOf(opts);
         if (value === undefined) { fail("host.state.set", "value must be JSON (null deletes)"); }
         var v = parse(h.toJSON(value, L.max_depth, L.max_state_value_bytes, "host.state.set: value"));
+        if (v === null && !(hasOwn.call(state, k) && state[k] !== null)) {
+          /* deleting a key the store does not hold writes nothing: a call's writes stay
+             bounded by twice max_state_keys (guards.HostState.set) */
+          delete writes[k];
+          delete ttls[k];
+          return null;
+        }
         if (v !== null && !live(k) && count() >= L.max_state_keys) { fail("host.state.set", "more than " + L.max_state_keys + " keys"); }
         Object.defineProperty(writes, k, { value: v, enumerable: true, writable: true, configurable: true });
         if (ttl === null || v === null) { delete ttls[k]; }

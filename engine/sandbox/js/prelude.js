@@ -72,7 +72,7 @@ globalThis.__he = (function (g) {
       return toJSON(v, L.max_depth, room, "console", false);
     } catch (e) {
       /* only the checker's own refusals become a marker; a script's error still propagates */
-      if (e !== null && typeof e === "object" && (e.heHost === true || (e instanceof TypeError && /circular/i.test(e.message)))) { return "[object]"; }
+      if (e !== null && typeof e === "object" && e.heHost === true) { return "[object]"; }
       throw e;
     }
   }
@@ -138,9 +138,12 @@ globalThis.__he = (function (g) {
   function fail(where, msg) { throw hostError(where + ": " + msg); }
   function invalid(msg, mark) { var e = hostError(msg); if (mark) { e.heInvalid = true; } return e; }
   /* JSON.stringify runs getters, Proxies and toJSON here, inside the time limit; the replacer
-     refuses anything that is not plain JSON, and the depth cap also stops cycles early. */
+     refuses anything that is not plain JSON (JSON.rawJSON text included: it would carry what
+     the number checks refuse), and finds cycles itself (the objects on the path to a value are
+     kept by depth), so no error is told by its message. */
+  var isRawJSON = typeof JSON.isRawJSON === "function" ? JSON.isRawJSON : function () { return false; };
   function toJSON(value, maxDepth, maxChars, where, mark) {
-    var depth = new Map();
+    var depth = new Map(), path = [];
     var s = stringify(value, function (key, v) {
       var d = key === "" && !depth.has(this) ? 0 : depth.get(this) + 1;
       if (v === null || typeof v === "string" || typeof v === "boolean") { return v; }
@@ -151,11 +154,17 @@ globalThis.__he = (function (g) {
       }
       if (typeof v !== "object") { throw invalid(where + ": " + typeof v + " is not JSON", mark); }
       var p = getProto(v);
+      if (p === null && isRawJSON(v)) { throw invalid(where + ": JSON.rawJSON values are not JSON data", mark); }
       if (isArray(v) ? p !== ArrProto : (p !== ObjProto && p !== null)) { throw invalid(where + ": only plain objects and arrays are JSON", mark); }
+      for (var i = 0; i < d && i < path.length; i++) {
+        if (path[i] === v) { throw invalid(where + ": contains a cycle", mark); }
+      }
       if (d >= maxDepth) { throw invalid(where + ": nested deeper than " + maxDepth + " levels", mark); }
       /* JSON.stringify would drop them silently: a change must not lose fields unseen */
       if (ownSymbols(v).length > 0) { throw invalid(where + ": symbol-keyed properties are not JSON", mark); }
       depth.set(v, d);
+      path.length = d;
+      path.push(v);
       return v;
     });
     if (s === undefined) { throw invalid(where + ": not JSON", mark); }
@@ -287,11 +296,10 @@ globalThis.__he = (function (g) {
       if (req.function === "run" && !(raw !== null && typeof raw === "object" && typeof raw.then === "function")) { raw = { run: raw }; }
       if (raw !== null && typeof raw === "object" && typeof raw.then === "function") { throw invalid("result: async functions and promises are not supported", true); }
       if (raw !== undefined && raw !== null && (typeof raw !== "object" || isArray(raw))) { throw invalid("result: must be null or a plain object, not " + (isArray(raw) ? "an array" : typeof raw), true); }
-      try {
-        value = raw === undefined || raw === null ? "null" : toJSON(raw, L.max_depth, L.max_result_bytes, "result", true);
-      } catch (e) {
-        if (e instanceof TypeError && !e.heInvalid && /circular/i.test(e.message)) { throw invalid("result: contains a cycle", true); }
-        throw e;
+      value = raw === undefined || raw === null ? "null" : toJSON(raw, L.max_depth, L.max_result_bytes, "result", true);
+      /* a toJSON method (a Date has one) may turn the object into any JSON value */
+      if (value !== "null" && value.charAt(0) !== "{") {
+        throw invalid("result: must be null or a plain object, not " + (value.charAt(0) === "[" ? "an array" : value.charAt(0) === "\"" ? "a string" : "a " + typeof parse(value)) + " (from its toJSON method)", true);
       }
       if (value.length * 3 > L.max_result_bytes && utf8Length(value) > L.max_result_bytes) { throw invalid("result: larger than " + L.max_result_bytes + " bytes", true); }
     } catch (e) {
