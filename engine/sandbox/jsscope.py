@@ -43,7 +43,10 @@ _OBSERVES = re.compile(
 """Names through which a call could catch an error, reach a promise, wrap an error in another
 (disposal), or tell a frozen object from a fresh one."""
 _PARAM = "__heKept"
-_DECLARES = re.compile(r"\b(?:const|let|var)\b")
+_DECLARES = re.compile(r"\bconst\b|^(?:let|var)\b", re.MULTILINE)
+"""A script the parser is worth importing for (a one-shot's start-up): one with a ``const``, or
+a ``let``/``var`` at the start of a line (where top-level ones are written; one indented at top
+level only leaves that top level running on every call)."""
 _KEYWORDS = {"const", "let", "var"}
 
 
