@@ -44,6 +44,8 @@ MAX_SAFE_INT = 2**53 - 1
 DEEP_MARKER = f"[cut: nested deeper than {MAX_DEPTH}]"
 CUT_KEY = "[cut]"
 
+_SIZE_CUT = f"cut at the event's size cap of {MAX_EVENT_BYTES:,} bytes (JSON, non-ASCII escaped)"
+_DEEP_CUT = f"cut at the depth cap: nested deeper than {MAX_DEPTH}"
 _SCALAR_COST = 24  # an upper bound of a number, true, false or null in JSON, with its comma
 _RESERVE = 4096  # the markers of the containers still open when the budget ends (depth ≤ 64)
 
@@ -78,18 +80,20 @@ def normalize_value(
 
 def normalize_host_value(
     value: Any, *, budget: int = MAX_EVENT_BYTES
-) -> tuple[Any, list[dict[str, Any]]]:
+) -> tuple[Any, list[dict[str, Any]], list[str]]:
     """``value`` (a host's event fields) under the rule above, but for numbers: NaN and the
     infinities are refused as well (JSON has no such numbers, and a host that sends them
-    made a mistake, as with bytes). Returns the value and the refused values as
-    ``{"loc": [...], "msg": ...}`` errors, ``loc`` the path below ``value``."""
+    made a mistake, as with bytes). Returns the value, the refused values as
+    ``{"loc": [...], "msg": ...}`` errors (``loc`` the path below ``value``), and the paths
+    where the size or depth cap cut something (``event.input.a``), in the walk's order."""
     if type(value) is dict:
         copied = plain_copy(value, budget=budget)
         if copied is not None:
-            return copied, []
+            return copied, [], []
     walk = _Walk(budget, finite_only=True)
     out = walk.value(value, "event", 0)
-    return out, [{"loc": _loc(path), "msg": what} for path, what in walk.refused]
+    refused = [{"loc": _loc(path), "msg": what} for path, what in walk.refused]
+    return out, refused, [f"{_shown(path)}: {what}" for path, what in walk.cuts]
 
 
 class _NotPlain(Exception):
@@ -190,11 +194,13 @@ class _Walk:
         self.refused: list[tuple[_Path, str]] = []
         self.finite_only = finite_only
         """Refuse NaN and the infinities rather than make them ``null``."""
+        self.cuts: list[tuple[_Path, str]] = []
+        """Where a cap cut something (a text, a list, a mapping, a value too deep), and why."""
 
     def value(self, value: Any, path: _Path, depth: int) -> Any:
         kind = type(value)
         if kind is str:
-            return self.text(value)
+            return self.text(value, path)
         if value is None or kind is bool:
             self.left -= _SCALAR_COST
             return value
@@ -204,13 +210,14 @@ class _Walk:
             self.left -= _SCALAR_COST
             return _number(value)
         if depth > MAX_DEPTH:
+            self.cuts.append((path, _DEEP_CUT))
             return self.text(DEEP_MARKER)
         if isinstance(value, dict):
             return self.mapping(value, path, depth)
         if isinstance(value, (list, tuple)):
             return self.sequence(value, path, depth)
         if isinstance(value, str):
-            return self.text(str.__str__(value))
+            return self.text(str.__str__(value), path)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             number = int(value) if isinstance(value, int) else float(value)
             if self.finite_only and not math.isfinite(number):
@@ -224,13 +231,15 @@ class _Walk:
         self.refused.append((path, what))
         return self.text(f"[refused: {what}]")
 
-    def text(self, value: str) -> str:
+    def text(self, value: str, path: _Path | None = None) -> str:
         if not value.isascii():
             value = no_lone_surrogates(value)
         cost = len(encode_basestring_ascii(value)) + 1
         if cost <= self.left:
             self.left -= cost
             return value
+        if path is not None:  # a marker of the walk's own is not the host's data
+            self.cuts.append((path, _SIZE_CUT))
         return self.cut_text(value, cost)
 
     def cut_text(self, value: str, cost: int) -> str:
@@ -255,6 +264,7 @@ class _Walk:
             if cost >= self.left and depth:  # a key is never cut: the mapping ends here
                 # (the event's own fields are all kept: their values are cut instead)
                 out[CUT_KEY] = f"{len(value) - n} more keys"
+                self.cuts.append((path, _SIZE_CUT))
                 break
             self.left -= cost
             if not self.plain(item):
@@ -269,6 +279,7 @@ class _Walk:
         for n, item in enumerate(value):
             if self.left <= 0:
                 out.append(f"[cut: {len(value) - n} more items]")
+                self.cuts.append((path, _SIZE_CUT))
                 break
             out.append(item if self.plain(item) else self.value(item, (path, n), depth + 1))
         return out

@@ -208,7 +208,8 @@ TEXT_CAPS: dict[Point, dict[str, int]] = {
 """Characters a text field may hold. Past its cap the point is refused (its failure policy,
 as for any event the boundary refuses), naming the field and the cap: these are texts a person
 typed or a model wrote, and a cut question would be answered as if it were whole. Every other
-field is cut with a marker by the whole-event cap (``engine.boundary.MAX_EVENT_BYTES``)."""
+field is cut with a marker by the whole-event cap (``engine.boundary.MAX_EVENT_BYTES``), and
+a cut event is refused too, except at the points that only hear (``_cut_problem``)."""
 
 ID_CAP = 256
 """Characters of an identifier the host passes: turn_id, call_id, time, each scope value."""
@@ -226,7 +227,8 @@ def make_event(point: Point, **fields: Any) -> dict[str, Any]:
             identifier over ``ID_CAP``, a value anywhere in the event that is not JSON data
             (bytes, a set, an object, NaN or an infinity, a key that is not text);
             ``errors`` names each by its ``loc`` (``["input", "items", 3]``).
-        InputError: the event is JSON data but a text is over its cap (``TEXT_CAPS``); the
+        InputError: the event is JSON data but a text is over its cap (``TEXT_CAPS``), or, at
+            a point whose hooks can change anything, the size or depth cap cut a value; the
             problem names its path (``event.question: ... over the cap ...``).
     """
     scope = fields.get("scope")
@@ -237,7 +239,9 @@ def make_event(point: Point, **fields: Any) -> dict[str, Any]:
         return event
     _check_fields(fields)
     over = _over_caps(point, fields)
-    raw, refused = normalize_host_value({"point": _NAMES[point], **fields})
+    raw, refused, cuts = normalize_host_value({"point": _NAMES[point], **fields})
+    if cuts and not refused and not point.hears_only:  # before the model: a marker may misfit
+        raise InputError([_cut_problem(cuts)], event=raw)
     try:
         model = EVENTS[point].model_validate(raw)
     except ValidationError as exc:
@@ -393,6 +397,16 @@ def _check_fields(fields: dict[str, Any]) -> None:
             errors.append({"loc": loc, "msg": f"longer than {ID_CAP} characters"})
     if errors:
         raise EventError(errors)
+
+
+def _cut_problem(cuts: list[str]) -> str:
+    """The refusal of an event a cap cut: hooks would decide on part of what the host acts
+    on (it runs the tool with its own input, shows its own result or answer), so the point
+    fails closed instead (docs/points.md, "Cut events are refused")."""
+    more = len(cuts) - 1
+    also = f" (and {more} more cut{'s' if more > 1 else ''})" if more else ""
+    field = cuts[0].split(":", 1)[0].split("[", 1)[0].split(".")[:2]
+    return f"{cuts[0]}{also}: no hook could see all of {'.'.join(field)}"
 
 
 def _over_caps(point: Point, fields: dict[str, Any]) -> list[str]:

@@ -1,5 +1,6 @@
 """Size caps on runtime input: texts over their cap refuse the point naming the field and the
-cap; structured data is cut with a marker; below the caps the built-in kinds cost linear time
+cap; structured data past the event cap refuses the points that act and reaches the points
+that only hear cut with a marker; below the caps the built-in kinds cost linear time
 (bench/bench_input_size.py measures it; these tests check the bounds that make it so)."""
 
 from __future__ import annotations
@@ -83,14 +84,69 @@ def test_a_huge_question_is_refused_and_recorded_small(
     assert len(json.dumps(record.event)) < 5_000 and "[cut: " in record.event["question"]
 
 
+BIG = "\U0001f600" * 240_000  # 960 KB of UTF-8, 2.9 MB as the workers get it (escaped)
+CUTS = [
+    (Point.TOOL_CALL, {"name": "shell", "input": {"a": BIG, "command": "rm -rf /"}}, "input"),
+    (Point.TOOL_RESULT, {"name": "read", "result": {"rows": [{"line": BIG}]}}, "result"),
+    (
+        Point.BEFORE_ASSISTANT_MESSAGE,
+        {"question": BIG[:99_000], "answer": BIG[:99_000]},
+        "answer",
+    ),
+    (Point.BEFORE_CALL, {"messages": [{"role": "user", "content": BIG}]}, "messages"),
+    (Point.BEFORE_CALL, {"tools": [{"name": f"t{i}"} for i in range(300_000)]}, "tools"),
+]
+
+
 @pytest.mark.parametrize("lang", LANGS)
-def test_a_big_tool_result_is_cut_with_a_marker_not_refused(engine: Engine, lang: str) -> None:
+@pytest.mark.parametrize(
+    ("point", "fields", "field"),
+    CUTS,
+    ids=[c[0].value for c in CUTS],
+)
+def test_an_event_the_size_cap_cuts_is_refused_where_the_host_acts_on_it(
+    engine: Engine, lang: str, point: Point, fields: dict[str, Any], field: str
+) -> None:
+    # the host acts on what it sent: a hook deciding on a cut copy would miss the rest
+    out = engine.agent(lang).evaluate(point, fields, user_id=f"cut-{lang}")
+    assert out.blocked and out.input_error is not None
+    assert f"event.{field}" in out.input_error and "size cap of 2,000,000 bytes" in out.input_error
+    assert all(r.status == "skipped" for r in out.hooks)
+
+
+def test_a_key_before_the_command_cannot_push_it_past_the_guard(engine: Engine) -> None:
+    for host in (None, "litellm", "claude-code", "opa", "codex", "mcp"):
+        out = engine.agent("py").tool_call(
+            "shell", {"a": BIG, "command": "rm -rf /srv/data"}, host=host, session_id="x1"
+        )
+        assert out.blocked and "event.input.a: cut at the event's size cap" in (out.reason or "")
+
+
+def test_an_event_nested_past_the_depth_cap_is_refused_at_tool_call(engine: Engine) -> None:
+    deep: Any = {"command": "rm -rf /"}
+    for _ in range(80):
+        deep = {"n": deep}
+    out = engine.agent("py").tool_call("shell", deep)
+    assert out.blocked and "nested deeper than 64" in (out.reason or "")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_big_tool_result_is_withheld_not_cut(engine: Engine, lang: str) -> None:
     rows = [{"line": "x" * 100} for _ in range(40_000)]  # ~4.4 MB of structured data
     out = engine.agent(lang).tool_result("read", {}, {"rows": rows})
-    assert out.input_error is None and not out.blocked
-    assert out.hooks[0].status != "skipped"
-    assert len(json.dumps(out.result, separators=(",", ":"))) <= MAX_EVENT_BYTES
-    assert out.result["rows"][-1].startswith("[cut: ")
+    assert out.blocked and "event.result.rows" in (out.input_error or "")
+    assert isinstance(out.result, str) and out.result.startswith("[result withheld: ")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_point_that_only_hears_gets_the_cut_event(engine: Engine, lang: str) -> None:
+    calls = [{"name": "read", "input": {"line": BIG}}]
+    out = engine.agent(lang).after_turn("q", "a", tool_calls=calls, user_id=f"hear-{lang}")
+    assert out.input_error is None and out.hooks[0].status != "skipped"
+    engine.flush()
+    (record,) = engine.records(agent=lang, scope=f"user:hear-{lang}", limit=1)
+    assert len(json.dumps(record.event, separators=(",", ":"))) <= MAX_EVENT_BYTES
+    assert len(record.event["tool_calls"][0]["input"]["line"]) < len(BIG)
 
 
 def test_a_question_at_the_cap_reaches_the_built_in_kinds_whole(engine: Engine) -> None:
