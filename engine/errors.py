@@ -172,6 +172,8 @@ def phrase(err: Mapping[str, Any], terms: str = "yaml") -> str:
         return message.removeprefix("Assertion failed, ")
     names = _KINDS.get(terms, _KINDS["yaml"])
     context = {k: v for k, v in (err.get("ctx") or {}).items()}
+    if kind == "too_short" and context.get("min_length") == 1:
+        return "must not be empty"  # not "at least 1 items, got a list"
     words = {"dict": names["dict"], "list": names["list"], "text": names["text"]}
     message = template.format(bool=names["bool"], **words, **context)
     if kind != "missing" and "input" in err:

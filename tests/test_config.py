@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, get_args
 
 import pytest
+from pydantic import BaseModel, ValidationError
 
-from engine.config import load_project
+from engine.config import load_project, models
 from engine.errors import ConfigError, Problem
 
 AGENT = "agents/a/agent.yaml"
@@ -196,6 +198,42 @@ CASES = [
         None,
     ),
     (
+        "no points",
+        {HOOK: "kind: script_hook\nname: h\nlanguage: python\nsource: x\npoints: []\n"},
+        "h.yaml",
+        5,
+        "points",
+        "an empty list subscribes the hook to no point",
+        None,
+    ),
+    (
+        "no tools to ask about",
+        {HOOK: "kind: approval\nname: h\ntools: []\n"},
+        "h.yaml",
+        3,
+        "tools",
+        "must not be empty",
+        None,
+    ),
+    (
+        "timeout true",
+        {HOOK: "kind: script_hook\nname: h\nlanguage: python\nsource: x\ntimeout_ms: true\n"},
+        "h.yaml",
+        5,
+        "timeout_ms",
+        "must be a whole number, got true",
+        "whole number",
+    ),
+    (
+        "seconds false",
+        {HOOK: "kind: approval\nname: h\ntimeout_s: false\n"},
+        "h.yaml",
+        3,
+        "timeout_s",
+        "must be a number, got false",
+        None,
+    ),
+    (
         "timeout zero",
         {HOOK: "kind: script_hook\nname: h\nlanguage: python\nsource: x\ntimeout_ms: 0\n"},
         "h.yaml",
@@ -364,7 +402,7 @@ def test_http_token_names_are_unique_and_the_error_names_the_line(
 @pytest.mark.parametrize(
     ("yaml", "field", "message"),
     [
-        ("scopes: []", "http.tokens[0].scopes", "at least 1"),
+        ("scopes: []", "http.tokens[0].scopes", "must not be empty"),
         ("scopes: [read]", "http.tokens[0].scopes[0]", "'decide' or 'admin'"),
         ("scopes: [decide]\n      token: x", "http.tokens[0].token", "unknown field"),
     ],
@@ -395,3 +433,27 @@ def test_http_tokens_and_limits_have_defaults_and_read_from_yaml(
     assert http.max_concurrency == 8
     assert http.max_decision_body_bytes == 1_048_576
     assert http.token_env == "HOOKENGINE_ADMIN_TOKEN"
+
+
+def _numeric(annotation: Any) -> bool:
+    return annotation in (int, float) or any(_numeric(arg) for arg in get_args(annotation))
+
+
+def _numbers() -> list[tuple[type[BaseModel], str]]:
+    found = []
+    for model in vars(models).values():
+        if isinstance(model, type) and issubclass(model, models.Strict):
+            found += [(model, n) for n, i in model.model_fields.items() if _numeric(i.annotation)]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("model", "field"), _numbers(), ids=[f"{m.__name__}.{f}" for m, f in _numbers()]
+)
+def test_no_number_field_of_the_config_takes_a_boolean(model: type[BaseModel], field: str) -> None:
+    # pydantic reads true as 1: timeout_ms: true was a 1 ms budget
+    for value in (True, False):
+        with pytest.raises(ValidationError) as err:
+            model.model_validate({field: value})
+        wrong = [e for e in err.value.errors() if e["loc"] == (field,)]
+        assert wrong and wrong[0]["type"] in ("int_type", "float_type"), err.value

@@ -17,9 +17,11 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -31,6 +33,25 @@ from engine.policy import Mode, OnError
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+
+def _no_bool(kind: str) -> BeforeValidator:
+    """Refuse ``true`` and ``false`` where a number goes: pydantic takes them as 1 and 0, so
+    ``timeout_ms: true`` would be a 1 ms budget. ``kind`` is the error type a wrong number
+    has, so the message and the hint are the usual ones (``must be a whole number``)."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, bool):
+            raise PydanticCustomError(kind, "must be a number, not true or false")
+        return value
+
+    return BeforeValidator(check)
+
+
+Int = Annotated[int, _no_bool("int_type")]
+"""A whole number of the config; never a boolean."""
+Float = Annotated[float, _no_bool("float_type")]
+"""A number of the config; never a boolean."""
 
 
 # -- hook tests --------------------------------------------------------------------------------
@@ -171,7 +192,7 @@ class InjectConfig(HookBase):
     """Adds messages to the context on user messages (before_user_message)."""
 
     kind: Literal["inject"]
-    first_n: int | None = Field(default=None, ge=1)
+    first_n: Int | None = Field(default=None, ge=1)
     """Fire only on the first N user messages per scope (in this process); unset: always."""
     notice: str = ""
     """A notice shown to the UI when the hook fires."""
@@ -192,7 +213,7 @@ class EscalateConfig(HookBase):
     """On an off-topic question, answer with the message directly and skip the LLM."""
     empty_answer_patterns: list[str] = Field(default_factory=list)
     """Phrases (case-insensitive substrings) that mark an answer as not helping."""
-    min_answer_chars: int = Field(default=0, ge=0)
+    min_answer_chars: Int = Field(default=0, ge=0)
     """An answer shorter than this did not help. 0 turns the length check off."""
     remind_next_turn: bool = False
     """After an escalation, append the message to the next turn's answer in the same scope."""
@@ -201,9 +222,9 @@ class EscalateConfig(HookBase):
 class FaqStore(Strict):
     enabled: bool = True
     """Store new (question, answer) pairs after each turn."""
-    min_question_chars: int = Field(default=8, ge=0)
+    min_question_chars: Int = Field(default=8, ge=0)
     """Shorter questions are not stored."""
-    min_answer_chars: int = Field(default=8, ge=0)
+    min_answer_chars: Int = Field(default=8, ge=0)
     """Shorter answers are not stored."""
 
 
@@ -215,9 +236,9 @@ class FaqCacheConfig(HookBase):
     """SQLite file for the pairs (relative to the project); default: the engine's store."""
     db_url: str | None = None
     """A database URL (``postgresql://...``) instead of db_path."""
-    max_candidates: int = Field(default=5, ge=1, le=100)
+    max_candidates: Int = Field(default=5, ge=1, le=100)
     """How many prefiltered candidates the judge sees."""
-    min_confidence: float = Field(default=0.7, ge=0, le=1)
+    min_confidence: Float = Field(default=0.7, ge=0, le=1)
     """The judge's confidence needed for a hit."""
     short_circuit: bool = True
     """On a hit: answer directly and skip the LLM (true) or inject a hint (false)."""
@@ -225,7 +246,7 @@ class FaqCacheConfig(HookBase):
     """Notice shown when the answer came from the cache."""
     hint_template: str = ""
     """The hint injected when short_circuit is false: ``{{question}}``, ``{{answer}}``."""
-    fallback_score: float = Field(default=0.6, ge=0, le=1)
+    fallback_score: Float = Field(default=0.6, ge=0, le=1)
     """Token-overlap score needed for a hit when no judge is available."""
     judge_instructions: str = ""
     """The judge's prompt (it answers in JSON)."""
@@ -242,19 +263,19 @@ class FaqCacheConfig(HookBase):
 class MemoryStore(Strict):
     enabled: bool = True
     """Extract and store facts after turns."""
-    min_question_chars: int = Field(default=4, ge=0)
+    min_question_chars: Int = Field(default=4, ge=0)
     """Turns with shorter questions are not memorized."""
-    min_answer_chars: int = Field(default=20, ge=0)
+    min_answer_chars: Int = Field(default=20, ge=0)
     """Turns with shorter answers are not memorized."""
     extractor_instructions: str = ""
     """The memorizer's prompt."""
     memorizer_model: str = ""
     """A model for the memorizer (default: the provider's model)."""
-    memorize_every: int = Field(default=1, ge=1)
+    memorize_every: Int = Field(default=1, ge=1)
     """Run the memorizer every N turns."""
-    max_episodes_per_scope: int = Field(default=1000, ge=0)
+    max_episodes_per_scope: Int = Field(default=1000, ge=0)
     """Episodes (whole turns, both sides) kept per scope; recall searches them."""
-    summary_max_chars: int = Field(default=2000, ge=0)
+    summary_max_chars: Int = Field(default=2000, ge=0)
     """The rolling summary's size limit."""
 
 
@@ -266,13 +287,13 @@ class MemoryConfig(HookBase):
     """SQLite file for the memory (relative to the project); default: the engine's store."""
     db_url: str | None = None
     """A database URL (``postgresql://...``) instead of db_path."""
-    max_candidates: int = Field(default=30, ge=1, le=200)
+    max_candidates: Int = Field(default=30, ge=1, le=200)
     """How many facts and episodes a recall takes from the store, best first (the judge, when
     live, sees them all)."""
-    recall_budget_chars: int = Field(default=2000, ge=100, le=100_000)
+    recall_budget_chars: Int = Field(default=2000, ge=100, le=100_000)
     """The injected message's size limit in characters: the best recalled facts and episodes
     go in first, then lines of the rolling summary, while they fit."""
-    min_confidence: float = Field(default=0.6, ge=0, le=1)
+    min_confidence: Float = Field(default=0.6, ge=0, le=1)
     """A live judge's confidence needed to inject a fact or episode (offline, the engine's
     ranking and the budget decide)."""
     notice: str = ""
@@ -286,9 +307,9 @@ class MemoryConfig(HookBase):
     """A cheaper model for the judge."""
     backfill: bool = True
     """false: skip candidates with weak token overlap."""
-    max_memories_per_scope: int = Field(default=200, ge=1)
+    max_memories_per_scope: Int = Field(default=200, ge=1)
     """Facts kept per scope; the least important and oldest go first."""
-    dedup_threshold: float = Field(default=0.8, ge=0, le=1)
+    dedup_threshold: Float = Field(default=0.8, ge=0, le=1)
     """Similarity above which a new fact is a duplicate of an old one."""
     store: MemoryStore = Field(default_factory=MemoryStore)
     """When and how facts are extracted."""
@@ -306,16 +327,26 @@ class ScriptHookConfig(HookBase):
     """An inline script (with ``language``)."""
     points: list[Point] | None = None
     """Points to subscribe to; default: every ``on_<point>`` the script defines."""
-    timeout_ms: int | None = Field(default=None, gt=0, le=60_000)
+    timeout_ms: Int | None = Field(default=None, gt=0, le=60_000)
     """Time budget per call; default from engine.yaml (scripts.timeout_ms), at most
     scripts.max_timeout_ms."""
-    memory_mb: int | None = Field(default=None, gt=0, le=4096)
+    memory_mb: Int | None = Field(default=None, gt=0, le=4096)
     """Memory budget; default from engine.yaml (scripts.memory_mb), at most
     scripts.max_memory_mb."""
     config: dict[str, Any] = Field(default_factory=dict)
     """The script's settings, shown to it as ``host.config``."""
 
     default_on_error: ClassVar[OnError] = OnError.FAIL
+
+    @field_validator("points")
+    @classmethod
+    def _some_points(cls, points: list[Point] | None) -> list[Point] | None:
+        if points == []:  # a guard subscribed to nothing would pass every check silently
+            raise ValueError(
+                "an empty list subscribes the hook to no point, so it would never run (name "
+                "the points, or drop points: to take every on_<point> the script defines)"
+            )
+        return points
 
     @model_validator(mode="after")
     def _one_source(self) -> ScriptHookConfig:
@@ -344,9 +375,9 @@ class CompactionConfig(HookBase):
     is shown the summary and the recent turns only (after_turn, before_call)."""
 
     kind: Literal["compaction"]
-    keep: int = Field(default=20, ge=1, le=100)
+    keep: Int = Field(default=20, ge=1, le=100)
     """Turns shown to the model as they were (the newest); older ones only as the summary."""
-    every: int = Field(default=10, ge=1, le=100)
+    every: Int = Field(default=10, ge=1, le=100)
     """Turns past ``keep`` that wait before a fold: a fold happens when more than
     ``keep + every`` turns are not summarised, and folds all but the newest ``keep``."""
     summarizer: Literal["offline", "provider", "script"] = "offline"
@@ -362,11 +393,11 @@ class CompactionConfig(HookBase):
     ``language``)."""
     model: str = ""
     """With ``summarizer: provider``: the model (default: the provider's model)."""
-    max_tokens: int = Field(default=512, gt=0, le=32_000)
+    max_tokens: Int = Field(default=512, gt=0, le=32_000)
     """With ``summarizer: provider``: the token budget of one summary."""
     instructions: str = ""
     """With ``summarizer: provider``: the summarizer's prompt (default: the engine's)."""
-    max_summary_chars: int = Field(default=3000, ge=100, le=3000)
+    max_summary_chars: Int = Field(default=3000, ge=100, le=3000)
     """The summary's size limit (it is kept as an entry, which holds at most 4096 bytes)."""
     heading: str = "Summary of the conversation so far:"
     """The first line of the instruction section that shows the summary."""
@@ -410,7 +441,7 @@ class ApprovalConfig(HookBase):
     message: str = Field(default="Allow {{tool}} with {{input}}?", min_length=1)
     """What the person is shown: ``{{tool}}``, ``{{input}}`` (JSON), ``{{input.<key>}}``,
     ``{{call_id}}``."""
-    timeout_s: float = Field(default=300.0, gt=0, le=7 * 24 * 3600)
+    timeout_s: Float = Field(default=300.0, gt=0, le=7 * 24 * 3600)
     """Seconds after the first ask past which the call is denied."""
     remember: Literal["none", "session", "user"] = "none"
     """An approval also allows the same tool with the same input later: in this session,
@@ -455,10 +486,10 @@ class RecordsSettings(Strict):
 class EngineRecordsSettings(RecordsSettings):
     """engine.yaml ``records``: the agents' defaults plus the writer's retry buffer."""
 
-    buffer_max: int = Field(default=50_000, ge=1, le=10_000_000)
+    buffer_max: Int = Field(default=50_000, ge=1, le=10_000_000)
     """Records held at most while the store is down (written or waiting); past it new
     records are dropped and counted as ``overflow``."""
-    retry_s: float = Field(default=120.0, gt=0, le=86_400)
+    retry_s: Float = Field(default=120.0, gt=0, le=86_400)
     """How long a record waits for a store that is down; older ones are dropped and counted
     as ``expired``."""
 
@@ -481,27 +512,27 @@ class AgentConfig(Strict):
 
 
 class ScriptSettings(Strict):
-    timeout_ms: int = Field(default=50, gt=0, le=60_000)
+    timeout_ms: Int = Field(default=50, gt=0, le=60_000)
     """Default time budget of a script call."""
-    memory_mb: int = Field(default=32, gt=0, le=1024)
+    memory_mb: Int = Field(default=32, gt=0, le=1024)
     """Default memory budget of a script."""
-    workers: int = Field(default=2, ge=1, le=64)
+    workers: Int = Field(default=2, ge=1, le=64)
     """Sandbox worker processes."""
-    max_timeout_ms: int = Field(default=1000, gt=0, le=60_000)
+    max_timeout_ms: Int = Field(default=1000, gt=0, le=60_000)
     """Ceiling of any hook's ``timeout_ms``; a hook above it does not load."""
-    max_memory_mb: int = Field(default=256, gt=0, le=1024)
+    max_memory_mb: Int = Field(default=256, gt=0, le=1024)
     """Ceiling of any hook's ``memory_mb``; a hook above it does not load."""
-    max_workers_per_hook: int | None = Field(default=None, ge=1, le=64)
+    max_workers_per_hook: Int | None = Field(default=None, ge=1, le=64)
     """Workers one hook may hold at once (its other calls wait, within their own time);
     default: ``workers`` - 1, at least 1, so one hook cannot hold the whole pool."""
-    respawns_per_s: float = Field(default=1.0, gt=0, le=100)
+    respawns_per_s: Float = Field(default=1.0, gt=0, le=100)
     """Replacement workers started per second after kills (the first 2 start at once)."""
-    quarantine_kills: int = Field(default=5, ge=1, le=1000)
+    quarantine_kills: Int = Field(default=5, ge=1, le=1000)
     """Worker kills (timeouts past the grace, crashes, memory recycles) by one hook within
     ``quarantine_window_s`` that quarantine it: its calls fail at once until it is reloaded."""
-    quarantine_window_s: float = Field(default=60.0, gt=0, le=86_400)
+    quarantine_window_s: Float = Field(default=60.0, gt=0, le=86_400)
     """The window ``quarantine_kills`` counts in."""
-    max_contexts: int = Field(default=64, ge=1, le=4096)
+    max_contexts: Int = Field(default=64, ge=1, le=4096)
     """Prepared JavaScript contexts one worker keeps at most. Workers keep one per loaded
     JavaScript script hook (per agent) up to this; above it a warning is logged, and with
     more scripts than this in rotation a call may have to prepare its context on its own
@@ -530,9 +561,9 @@ class ProviderSettings(Strict):
     """Default model for judges and memorizers."""
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable holding the API key."""
-    timeout_s: float = Field(default=10.0, gt=0)
+    timeout_s: Float = Field(default=10.0, gt=0)
     """Per-request timeout."""
-    max_tokens: int = Field(default=512, gt=0)
+    max_tokens: Int = Field(default=512, gt=0)
     """Token budget per judge or memorizer call."""
 
 
@@ -563,38 +594,38 @@ def _unique_names(tokens: list[TokenSpec]) -> list[TokenSpec]:
 class HttpSettings(Strict):
     host: str = "127.0.0.1"
     """Address to bind."""
-    port: int = Field(default=8765, ge=0, le=65535)
+    port: Int = Field(default=8765, ge=0, le=65535)
     """Port to bind."""
     token_env: str = "HOOKENGINE_ADMIN_TOKEN"
     """Environment variable holding the admin bearer token; without one admin calls refuse."""
     token: str = ""
     """The admin bearer token itself (the environment variable wins). Prefer the variable:
     a token in a file is a secret in a file."""
-    max_body_bytes: int = Field(default=65536, gt=0)
+    max_body_bytes: Int = Field(default=65536, gt=0)
     """Larger requests are refused with 413."""
-    read_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    read_timeout_s: Float = Field(default=10.0, gt=0, le=3600)
     """A request (line, headers and body) must arrive within this many seconds of the
     connection opening or the previous response ending; else the connection is closed."""
-    keep_alive_s: int = Field(default=5, gt=0, le=3600)
+    keep_alive_s: Int = Field(default=5, gt=0, le=3600)
     """An idle connection between requests is closed after this many seconds."""
-    max_connections: int = Field(default=64, gt=0, le=100_000)
+    max_connections: Int = Field(default=64, gt=0, le=100_000)
     """Connections open at once; one more is answered 503 and closed at once."""
-    max_header_bytes: int = Field(default=16384, ge=1024, le=1_048_576)
+    max_header_bytes: Int = Field(default=16384, ge=1024, le=1_048_576)
     """The request line and headers together; larger heads get 400 and are closed."""
     tokens: Annotated[list[TokenSpec], AfterValidator(_unique_names)] = Field(default_factory=list)
     """Named bearer tokens with their scopes. ``token_env`` / ``token`` above, when set, is
     one more token with the ``admin`` scope."""
-    max_concurrency: int = Field(default=64, gt=0, le=100_000)
+    max_concurrency: Int = Field(default=64, gt=0, le=100_000)
     """Decisions evaluated at once; one more is answered 429."""
-    max_decision_body_bytes: int = Field(default=1_048_576, gt=0, le=64 * 1_048_576)
+    max_decision_body_bytes: Int = Field(default=1_048_576, gt=0, le=64 * 1_048_576)
     """Larger decision requests are refused with 413 (other routes keep ``max_body_bytes``)."""
 
 
 class StoreSettings(Strict):
-    connect_timeout_s: float = Field(default=5.0, gt=0, le=600)
+    connect_timeout_s: Float = Field(default=5.0, gt=0, le=600)
     """Time to get a database connection (a pooled one, or a new one through the server's
     start-up); past it the store call fails."""
-    statement_timeout_s: float = Field(default=5.0, gt=0, le=3600)
+    statement_timeout_s: Float = Field(default=5.0, gt=0, le=3600)
     """Time a store call's statements may take: PostgreSQL's ``statement_timeout``, and 1 s
     later the client drops a connection whose server stopped answering; SQLite's wait for a
     lock (busy timeout)."""
@@ -603,15 +634,15 @@ class StoreSettings(Strict):
 class ToolSettings(Strict):
     """Tool calls and the artifacts they make (docs/tools.md)."""
 
-    timeout_ms: int = Field(default=30_000, gt=0, le=3_600_000)
+    timeout_ms: Int = Field(default=30_000, gt=0, le=3_600_000)
     """A tool call's time limit when its YAML sets none."""
     artifacts_dir: str = "data/artifacts"
     """Where artifact files live, relative to the project folder."""
-    max_artifact_bytes: int = Field(default=10_000_000, gt=0)
+    max_artifact_bytes: Int = Field(default=10_000_000, gt=0)
     """Largest artifact."""
-    max_session_bytes: int = Field(default=100_000_000, gt=0)
+    max_session_bytes: Int = Field(default=100_000_000, gt=0)
     """Bytes of artifacts one session may hold."""
-    max_session_artifacts: int = Field(default=1000, gt=0)
+    max_session_artifacts: Int = Field(default=1000, gt=0)
     """Artifacts one session may hold."""
 
 
@@ -632,7 +663,7 @@ class EngineSettings(Strict):
     """Host-layer hook names, resolved to ``hooks/<name>.yaml`` in the config folder."""
     records: EngineRecordsSettings = Field(default_factory=EngineRecordsSettings)
     """Default records settings, and the record writer's retry buffer."""
-    retention: int = Field(default=100_000, ge=0)
+    retention: Int = Field(default=100_000, ge=0)
     """Records kept at most (oldest go first); 0 keeps all."""
     scripts: ScriptSettings = Field(default_factory=ScriptSettings)
     """Script limits and workers."""
