@@ -7,7 +7,7 @@ import json
 import math
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 SAFE_INT = 2**53 - 1
 
@@ -23,7 +23,10 @@ class InvalidValue(Exception):
 def check_json(value: Any, *, max_depth: int, what: str) -> None:
     """Raise InvalidValue unless ``value`` is made of exact JSON types, nested <= max_depth.
 
-    Iterative, so a cycle or a deep structure ends at the depth cap, not in a RecursionError.
+    Iterative, so a deep structure ends at the depth cap, not in a RecursionError. The first
+    walk keeps no paths (it runs on every result); a value it refuses is walked again to name
+    where the problem is (``result.input.tags: a tuple is not JSON``) and to tell a cycle
+    (``result.input.d: contains a cycle``) from a value nested too deeply.
     """
     todo: list[tuple[Any, int]] = [(value, 0)]
     while todo:
@@ -33,22 +36,86 @@ def check_json(value: Any, *, max_depth: int, what: str) -> None:
             continue
         if kind is int:
             if abs(v) > SAFE_INT:
-                raise InvalidValue(f"{what}: integers must be within +-(2**53 - 1)")
+                _refuse(value, max_depth, what)
         elif kind is float:
             if not math.isfinite(v):
-                raise InvalidValue(f"{what}: numbers must be finite")
+                _refuse(value, max_depth, what)
         elif kind is dict or kind is list:
             if depth >= max_depth:
-                raise InvalidValue(f"{what}: nested deeper than {max_depth} levels")
+                _refuse(value, max_depth, what)
             if kind is dict:
                 for key in v:
                     if type(key) is not str:
-                        raise InvalidValue(f"{what}: dict keys must be str")
+                        _refuse(value, max_depth, what)
                 todo.extend((item, depth + 1) for item in v.values())
             else:
                 todo.extend((item, depth + 1) for item in v)
         else:
-            raise InvalidValue(f"{what}: {kind.__name__} is not JSON")
+            _refuse(value, max_depth, what)
+
+
+_Path = tuple[Any, ...]
+_STEP_CHARS = 40
+_PATH_CHARS = 300
+
+
+def _refuse(value: Any, max_depth: int, what: str) -> NoReturn:
+    """Find the first problem in ``value`` again, with its path, and raise it."""
+    found = _problem(value, (), [], max_depth)
+    path, problem = found if found is not None else ((), "not JSON")
+    raise InvalidValue(f"{shown_path(what, path)}: {problem}")
+
+
+def _problem(v: Any, path: _Path, above: list[Any], max_depth: int) -> tuple[_Path, str] | None:
+    """The path and the problem of the first value in ``v`` that is not plain JSON.
+
+    ``above`` holds the containers on the way down, so a container inside itself is a cycle;
+    recursion is bounded by ``max_depth`` (a cycle longer than that is nested too deeply).
+    """
+    kind = type(v)
+    if v is None or kind is bool or kind is str:
+        return None
+    if kind is int:
+        return None if abs(v) <= SAFE_INT else (path, "integers must be within +-(2**53 - 1)")
+    if kind is float:
+        return None if math.isfinite(v) else (path, "numbers must be finite")
+    if kind is not dict and kind is not list:
+        return path, f"{_a(kind.__name__)} is not JSON"
+    if any(v is seen for seen in above):
+        return path, "contains a cycle"
+    if len(above) >= max_depth:
+        return path, f"nested deeper than {max_depth} levels"
+    if kind is dict:
+        for key in v:
+            if type(key) is not str:
+                return path, f"a key of type {type(key).__name__} is not JSON (keys are text)"
+    above.append(v)
+    for step, item in v.items() if kind is dict else enumerate(v):
+        found = _problem(item, (*path, step), above, max_depth)
+        if found is not None:
+            return found
+    above.pop()
+    return None
+
+
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
+
+
+def shown_path(root: str, path: _Path) -> str:
+    """``result.input.items[3]["a b"]``: where a value is, as an error names it (long keys and
+    long paths are cut, so the message stays short)."""
+    parts = [root]
+    for step in path:
+        if type(step) is int:
+            parts.append(f"[{step}]")
+        else:
+            text = step if len(step) <= _STEP_CHARS else step[:_STEP_CHARS] + "…"
+            parts.append(f".{text}" if step.isidentifier() else f"[{json.dumps(text)}]")
+    shown = "".join(parts)
+    if len(shown) <= _PATH_CHARS:
+        return shown
+    return shown[: _PATH_CHARS // 2] + "…" + shown[-_PATH_CHARS // 2 :]
 
 
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
