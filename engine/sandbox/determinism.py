@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.sandbox.sizes import text_size
+from engine.sandbox.textcodecs import decode
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
 _ADDRESS_BYTES = re.compile(rb" at 0x[0-9a-fA-F]+(?=>)")
@@ -107,6 +108,17 @@ def checked_set_method(name: str, method: Callable[..., Any]) -> Callable[..., A
     return grow
 
 
+def _decoded(
+    limit: int, data: Any = b"", encoding: Any = "utf-8", errors: Any = "strict", **extra: Any
+) -> str:
+    """``str(data, encoding, errors)`` (``object=`` too) with the codec resolved by
+    ``textcodecs``: no codec is looked up or loaded by a call."""
+    data = extra.pop("object", data)
+    if extra:
+        return str(data, encoding, errors, **extra)  # str() says which argument is wrong
+    return decode(data, encoding, errors, limit)
+
+
 class _Alias(type):
     """Metaclass of a stand-in for a built-in type: ``isinstance`` and ``repr`` see the built-in."""
 
@@ -134,9 +146,12 @@ def script_types(limit: Callable[[], int]) -> dict[str, Any]:
         real = str
 
         def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-            if len(args) != 1 or kwargs:
-                return str(*args, **kwargs)  # str(), or decoding bytes
-            value = args[0]
+            if not args and not kwargs:
+                return ""
+            if len(args) + len(kwargs) == 1 and set(kwargs) <= {"object"}:
+                value = args[0] if args else kwargs["object"]
+            else:
+                return _decoded(limit(), *args, **kwargs)
             if type(value) in _PLAIN_TEXT:
                 return str(value)
             text_size(value, limit())

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from itertools import islice
+from types import MappingProxyType
 from typing import Any
 
 from engine.sandbox.determinism import (
@@ -25,9 +26,9 @@ from engine.sandbox.sizes import (
     SIZED_STR_METHODS,
     SizeLimit,
     check_binop,
-    sized_str_method,
     text_size,
 )
+from engine.sandbox.textcodecs import encode
 from engine.sandbox.values import InvalidValue, check_json, json_size
 
 EMIT_TYPES = ("status", "message", "citation")
@@ -181,8 +182,8 @@ def make_guards(budget: Budget) -> dict[str, Any]:
         names = _PLAIN_ATTRIBUTES.get(kind)
         if names is not None and name in names:
             return getattr(obj, name)
-        if kind is str and name in SIZED_STR_METHODS:
-            return SIZED_STR_METHODS[name](budget, obj, getattr(obj, name))
+        if kind is str and name in _STR_METHODS:
+            return _STR_METHODS[name](budget, obj, getattr(obj, name))
         return guarded_getattr(budget, obj, name, *default)
 
     return {
@@ -271,7 +272,8 @@ def guarded_getattr(budget: Budget, obj: Any, name: str, *default: Any) -> Any:
         raise AttributeError(f"access to {kind.__name__}.{name} is not allowed")
     value = getattr(obj, name, *default)
     if kind is str:
-        return sized_str_method(budget, obj, name, value)
+        wrap = _STR_METHODS.get(name)
+        return value if wrap is None else wrap(budget, obj, value)
     if kind is set or kind is frozenset:
         return checked_set_method(name, value)
     if name == "args" and isinstance(obj, BaseException):
@@ -423,6 +425,32 @@ class HostEntries:
         return json.loads(json.dumps([{"data": e["data"], "turn": e.get("turn")} for e in found]))
 
 
+class KeyTables:
+    """The read-only dicts that folded dict tables stand for (``policy.fold_constant_tables``).
+
+    A module-level dict of literals read only by ``in`` is compiled to a frozenset of its keys;
+    a call turns it into a ``MappingProxyType`` over a dict of those keys, so ``in`` hashes and
+    refuses exactly as the script's dict would (``{'rm'} in DENY`` raises ``TypeError`` where a
+    frozenset would answer False). Made once per worker and shared: the proxy cannot be
+    written, and ``in`` is all a script does with it.
+    """
+
+    __slots__ = ("_made",)
+    _KEPT = 256
+
+    def __init__(self) -> None:
+        # By the constant's identity; the entry keeps the constant alive, so no id is reused.
+        self._made: dict[int, tuple[frozenset[Any], MappingProxyType[Any, None]]] = {}
+
+    def table(self, keys: frozenset[Any]) -> MappingProxyType[Any, None]:
+        made = self._made.get(id(keys))
+        if made is None or made[0] is not keys:
+            if len(self._made) >= self._KEPT:
+                self._made.clear()
+            made = self._made[id(keys)] = (keys, MappingProxyType(dict.fromkeys(keys)))
+        return made[1]
+
+
 class CallInputs:
     """What one call is handed, each part already its own (fresh) copy."""
 
@@ -464,9 +492,12 @@ class Host:
     def __repr__(self) -> str:
         return "<host>"
 
-    def close(self) -> None:
+    def _close(self) -> None:
         """Let go of the call's data when the call ends (the script may have stored its own
-        objects in the event or the config), so they go while the call's limits still hold."""
+        objects in the event or the config), so they go while the call's limits still hold.
+
+        Private (a script reads no ``_`` attribute): a script that could call it would find
+        ``host.now``, ``config`` and ``state`` gone for the rest of its call."""
         self._event = self.config = self.state = self.entries = None
 
     def log(self, msg: str) -> None:
@@ -608,13 +639,21 @@ def _plain_copy(where: str, value: Any, max_depth: int, max_bytes: int) -> Any:
     return json.loads(json.dumps(value))
 
 
+_STR_METHODS: dict[str, Callable[[Budget, str, Any], Any]] = {
+    **SIZED_STR_METHODS,
+    "encode": lambda budget, text, method: encode(text, budget.limits["max_sequence"]),
+}
+"""str methods a script gets wrapped: size-checked, and ``encode`` with codec names resolved
+by ``textcodecs`` (no codec is looked up or loaded by a call)."""
+
+
 def _public(kind: type, *, but: frozenset[str] | set[str] = frozenset()) -> frozenset[str]:
     return frozenset(n for n in dir(kind) if not n.startswith("_") and n not in but)
 
 
 _PLAIN_ATTRIBUTES: dict[type, frozenset[str]] = {
     **{kind: _public(kind) for kind in (int, float, bool, list, dict, tuple, type(None))},
-    str: _public(str, but={"format", "format_map", *SIZED_STR_METHODS}),
+    str: _public(str, but={"format", "format_map", *_STR_METHODS}),
     set: _public(set, but=GROWING_SET_METHODS),
     frozenset: _public(frozenset, but=GROWING_SET_METHODS),
     Host: _public(Host),

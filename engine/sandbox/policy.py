@@ -69,6 +69,9 @@ SET_BINOPS = (ast.BitOr, ast.BitXor, ast.BitAnd, ast.Sub)
 _ARITHMETIC = (ast.Add, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift)
 
 Problem = tuple[int | None, int | None, str]
+KEY_TABLE = "_key_table_"
+"""The global a folded dict table calls: its keys (a frozenset constant) to a read-only dict
+with the same keys, one per worker (``guards.KeyTables``)."""
 
 
 def _call(name: str, *args: ast.expr) -> ast.Call:
@@ -278,7 +281,8 @@ def fold_constant_tables(tree: ast.Module) -> None:
     A name bound once, at module level, to a list, set or dict display of literals, and otherwise
     only read as the right side of ``in``/``not in`` (a list: also as what a ``for`` loop or a
     comprehension iterates), is bound to a tuple or frozenset constant instead (a dict: the
-    frozenset of its keys, all that ``in`` reads of it): the code object
+    read-only dict of its keys, all that ``in`` reads of it, made once per worker from a
+    frozenset constant, see ``KEY_TABLE``): the code object
     holds it, so a call does not build it again (a deny list of thousands of names cost tens of
     microseconds per call). Membership and iteration give the same answers for both types, the
     value never reaches script code any other way, and it is immutable, so calls still share
@@ -297,7 +301,12 @@ def fold_constant_tables(tree: ast.Module) -> None:
             if node is not stmt.targets[0] and not _reads_as_table(node, parents, value):
                 del tables[node.id]
     for stmt, value in tables.values():
-        stmt.value = copy_locations(ast.Constant(value), stmt.value)
+        table: ast.expr = ast.Constant(value)
+        if isinstance(stmt.value, ast.Dict):
+            # ``{'rm'} in table`` must raise for a set key as a dict does (a frozenset would
+            # answer False): the keys come back as a read-only dict, made once per worker.
+            table = _call(KEY_TABLE, table)
+        stmt.value = copy_locations(table, stmt.value)
 
 
 def _table_candidates(tree: ast.Module) -> dict[str, tuple[ast.Assign, Any]]:

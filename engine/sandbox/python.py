@@ -15,6 +15,7 @@ from collections.abc import Callable
 from types import CodeType, FrameType, FunctionType, TracebackType
 from typing import Any
 
+from engine.sandbox import textcodecs
 from engine.sandbox.determinism import script_types, scrub
 from engine.sandbox.guards import (
     TOOL_ENTRY,
@@ -22,11 +23,12 @@ from engine.sandbox.guards import (
     CallInputs,
     Deadline,
     Host,
+    KeyTables,
     MemoryExhausted,
     make_guards,
     printer_factory,
 )
-from engine.sandbox.policy import ScriptPolicy, fold_constant_tables
+from engine.sandbox.policy import KEY_TABLE, ScriptPolicy, fold_constant_tables
 from engine.sandbox.sizes import SizeLimit, check_binop, text_size
 from engine.sandbox.values import (
     ConfigCache,
@@ -87,6 +89,10 @@ class PythonRuntime:
         self._regex, self._memory = regex, memory
         self._codes: OrderedDict[str, tuple[CodeType, str]] = OrderedDict()
         self._configs = ConfigCache()
+        self._tables = KeyTables()
+        # Before any call, and (in a worker) before gc.freeze: no call may be the first to
+        # load a codec (see textcodecs).
+        textcodecs.preload()
         self._max_sequence = 0
         self._base = {name: getattr(builtins, name) for name in _SAFE_BUILTINS}
         # The running call's max_sequence, for str(); set by every call before its code runs.
@@ -209,7 +215,7 @@ class PythonRuntime:
         def release() -> None:
             # What the script may have stored in its inputs goes first, while its globals still
             # resolve (a generator's finally block runs as usual); then the globals.
-            host.close()
+            host._close()
             inputs.event = inputs.config = None
             env.clear()
 
@@ -234,6 +240,7 @@ class PythonRuntime:
         b["pow"] = lambda *args: _pow(budget, *args)
         env: dict[str, Any] = {"__builtins__": b, "__name__": "script"}
         env.update(make_guards(budget))
+        env[KEY_TABLE] = self._tables.table
         # print at load time (the top level, once) has no call to log to: it is dropped
         env["_print_"] = printer_factory(_dropped, self._base["str"], limits["max_text_chars"])
         return env

@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from engine.sandbox.guards import Budget
 
-_PERCENT_SPEC = re.compile(r"%(?:\(([^)]*)\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
+_PERCENT_AFTER_KEY = re.compile(r"[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?[hlL]?(.?)", re.DOTALL)
+"""What follows ``%`` or ``%(key)`` in a conversion: flags, width, precision, length, type."""
+_HUGE_FLOAT_CHARS = 330
+"""``'%f' % 1e308`` writes 309 digits and a point and six decimals: a big float's text."""
 _SEQUENCES = (str, bytes, list, tuple)
 _INTS = (int, bool)
 _CONTAINERS = (list, tuple, dict, set, frozenset)
@@ -51,24 +54,68 @@ def check_percent(budget: Budget, fmt: str | bytes, args: Any) -> None:
     limit = budget.limits["max_sequence"]
     total = len(text)
     names: list[str] = []
-    for name, width, precision in _PERCENT_SPEC.findall(text):
+    unnamed = False
+    for name, width, precision in percent_specs(text):
         for n in (width, precision):
             if n == "*":
                 raise ValueError("'*' widths are not allowed in % formatting")
             if n:
                 total += int(n) if len(n) < 12 else limit + 1
-        if name:
+        if name is None:
+            unnamed = True
+        else:
             names.append(name)
-    if type(args) is dict:
-        values = [args[n] for n in names if n in args]
-    elif type(args) is tuple:
-        values = list(args)
-    else:
-        values = [args]
     budget.sequence(total)
     measure = _Measure(limit)
-    for value in values:
-        total += measure.size(value, total)
+    for value in _percent_values(fmt, args, names, unnamed=unnamed):
+        if type(value) is float and abs(value) >= 1e16:
+            total += _HUGE_FLOAT_CHARS
+            measure.check(total)
+        else:
+            total += measure.size(value, total)
+
+
+def percent_specs(text: str) -> list[tuple[str | None, str, str]]:
+    """The ``(key, width, precision)`` of every conversion in a ``%`` format, read as CPython
+    reads them: a key runs to its balancing ``)``, so ``%(a(b))s`` names the key ``a(b)``.
+
+    A format CPython would refuse (a key never closed, a conversion cut short) yields what
+    was read so far: the formatting itself then raises.
+    """
+    specs: list[tuple[str | None, str, str]] = []
+    at = text.find("%")
+    while at >= 0:
+        at += 1
+        name = None
+        if text.startswith("(", at):
+            depth, start = 1, at + 1
+            at = start
+            while depth and at < len(text):
+                depth += {"(": 1, ")": -1}.get(text[at], 0)
+                at += 1
+            if depth:
+                break
+            name = text[start : at - 1]
+        spec = _PERCENT_AFTER_KEY.match(text, at)
+        if spec is None:  # cannot happen: every part of the pattern is optional
+            break
+        if spec[3] != "%" or name is not None:  # ``%%`` writes a % and takes no argument
+            specs.append((name, spec[1] or "", spec[2] or ""))
+        at = text.find("%", spec.end())
+    return specs
+
+
+def _percent_values(fmt: str | bytes, args: Any, names: list[str], *, unnamed: bool) -> list[Any]:
+    """The values ``fmt % args`` turns into text: a mapping's values by key (bytes keys for a
+    bytes format), and the mapping itself where a conversion names no key."""
+    if type(args) is dict:
+        keys: list[Any] = names
+        if isinstance(fmt, bytes):
+            keys = [n.encode("latin-1") for n in names]
+        return [args[k] for k in keys if k in args] + ([args] if unnamed else [])
+    if type(args) is tuple:
+        return list(args)
+    return [args]
 
 
 def text_size(value: Any, limit: int) -> int:
@@ -127,12 +174,6 @@ class _Measure:
     def check(self, size: int) -> None:
         if size > self.limit:
             raise SizeLimit(f"would build a text of more than {self.limit} characters")
-
-
-def sized_str_method(budget: Budget, text: str, name: str, method: Any) -> Any:
-    """``text.<name>`` with a size pre-check when the method can build a much longer string."""
-    wrap = SIZED_STR_METHODS.get(name)
-    return method if wrap is None else wrap(budget, text, method)
 
 
 def _padded(budget: Budget, text: str, method: Callable[..., str]) -> Callable[..., str]:

@@ -893,3 +893,44 @@ def test_a_kept_top_level_that_queues_promise_jobs_runs_on_every_call_instead() 
     assert "k" not in js._ready
     for _ in range(2):
         assert keyed_call(js, "x")["value"] == {"n": 1}
+
+
+# What a call loads stays loaded: a codec module, the codec cache's entry for a spelling,
+# unicodedata behind namereplace and \N{...}. Near the recursion limit a load fails where a
+# loaded codec still works, so the probe would tell which encodings earlier calls used.
+CODEC_USES = {
+    "codec_by_module_name": "'\\u043f'.encode('koi8_r')",
+    "codec_by_other_spelling": "'\\u043f'.encode('KOI8-U')",
+    "codec_by_alias_with_spaces": "str(b'x', 'Shift JIS')",
+    "decoding_through_str": "str(b'\\xcf', 'cp1251')",
+    "namereplace_handler": "'\\xe9'.encode('ascii', 'namereplace')",
+    "named_escape_decoding": "str(b'\\\\N{DIGIT ONE}', 'unicode_escape')",
+    "idna": "'b\\xfccher.example'.encode('idna')",
+    "punycode": "'b\\xfccher'.encode('punycode')",
+    "bytes_to_bytes_codec": "'x'.encode('base64')",
+    "unknown_codec": "'x'.encode('no-such-codec')",
+    "encoding_keyword": "'x'.encode(encoding='mac_greek', errors='strict')",
+}
+
+
+@pytest.mark.parametrize("use", sorted(CODEC_USES))
+def test_a_codec_a_call_used_is_as_loaded_for_the_next_call_as_before(
+    one_worker: WorkerPool, use: str
+) -> None:
+    source = (
+        "def at_the_limit(n):\n    try:\n        return at_the_limit(n + 1)\n"
+        "    except Exception:\n        try:\n"
+        f"            {CODEC_USES[use]}\n            return 'works'\n"
+        "        except Exception as e:\n            return str(e)[:40]\n\n"
+        "def on_tool_call(event, host):\n    if event['name'] == 'plant':\n"
+        f"        try:\n            {CODEC_USES[use]}\n        except Exception:\n            pass\n"
+        "        return None\n    return {'probe': at_the_limit(0)}\n"
+    )
+    script = one_worker.compile(source, filename=f"{use}.py", language=Language.PYTHON)
+
+    def run(name: str) -> object:
+        return one_worker.call(script, "on_tool_call", {"name": name}, config={}, state={}).value
+
+    before = run("probe")
+    assert run("plant") is None
+    assert run("probe") == before

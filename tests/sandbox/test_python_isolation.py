@@ -222,6 +222,18 @@ SIZE_BOMBS = {
     "percent_many_fields": 'x = ("%s" * 400000) % (("abcd",) * 400000)',
     "percent_long_arguments": 'x = "%s%s%s" % ("x" * 900000, "y" * 900000, "z")',
     "percent_inplace": 'x = "%0999999999d"\nx %= 1',
+    "percent_key_with_parentheses": 'x = "%(a(b))20000000s" % {"a(b)": 1}',
+    "percent_key_with_parentheses_of_a_shared_list": 'x = "%(a(b))s" % {"a(b)": [["y" * 1000] * 1000] * 10}',
+    "bytes_percent_key_with_parentheses": 'x = b"%(a(b))20000000s" % {b"a(b)": b"x"}',
+    "bytes_percent_mapping_of_a_shared_list": 'x = b"%(a)a" % {b"a": [["y" * 1000] * 1000] * 10}',
+    "percent_of_a_whole_dict": 'x = "%s" % {"a": [["y" * 1000] * 1000] * 10}',
+    "percent_of_huge_floats": 'x = ("%f" * 30000) % ((1e308,) * 30000)',
+    "encode_unicode_escape": 'x = ("\\U0010ffff" * 10 ** 6).encode("unicode_escape")',
+    "encode_raw_unicode_escape": 'x = ("\\U0010ffff" * 10 ** 6).encode("raw-unicode-escape")',
+    "encode_xmlcharrefreplace": 'x = ("\\U0010ffff" * 10 ** 6).encode("ascii", "xmlcharrefreplace")',
+    "encode_namereplace": 'x = ("\\ufdfa" * 200000).encode("latin-1", "namereplace")',
+    "encode_utf_32": 'x = ("a" * 10 ** 6).encode("utf-32")',
+    "decode_backslashreplace": 'x = str(b"\\xff" * 10 ** 6, "ascii", "backslashreplace")',
     "bytes_percent_width": 'x = b"%0999999999d" % 1',
     "bytes_percent_arguments": 'x = b"%s%s" % (b"x" * 900000, b"y" * 900000)',
     "translate_to_long_strings": 'x = ("a" * 10 ** 6).translate({97: "x" * 1000})',
@@ -270,7 +282,11 @@ def test_bounded_text_operations_still_work(one_worker: WorkerPool) -> None:
         "return {'r': 'a-b'.replace('-', '--'), 'e': 'ab'.replace('', '.'), 't': 'abc'.translate({97: 'AA', 98: None}),"
         " 'j': '-'.join(x for x in ['a', 'b']), 'p': '%05d|%-3s' % (42, 'x'),"
         " 'm': '%(k)s' % {'k': 'v', 'unused': 'u' * 900000}, 'b': str(b'ab' * 2), 'f': f'{3.5:>8.2f}|{[1, None]}',"
-        " 'l': len(str(['y' * 1000] * 900)), 'c': str([1, [2, {'a': (3,)}]]), 'x': '\\t'.expandtabs(4)}"
+        " 'l': len(str(['y' * 1000] * 900)), 'c': str([1, [2, {'a': (3,)}]]), 'x': '\\t'.expandtabs(4),"
+        " 'k': '%(a(b))s|%%' % {'a(b)': 1}, 'kd': '%s' % {'a': 1}, 'bk': str(b'%(k)s' % {b'k': b'v'}), 'fl': len('%f' % 1e20),"
+        " 'ue': len(('\\U0010ffff' * 90000).encode('unicode_escape')), 'u8': len(('\\xe9' * 400000).encode('UTF8')),"
+        " 'ua': len(('a' * 200000).encode('unicode_escape')), 'd': len(str(b'a' * 900000, 'ascii', 'backslashreplace')),"
+        " 'de': str(b'\\xcf\\xf0', encoding='cp1251'), 'o': str(object=b'x')}"
     )
     assert call(one_worker, compile_py(one_worker, source)) == {
         "r": "a--b",
@@ -284,6 +300,16 @@ def test_bounded_text_operations_still_work(one_worker: WorkerPool) -> None:
         "l": len(str(["y" * 1000] * 900)),
         "c": "[1, [2, {'a': (3,)}]]",
         "x": "    ",
+        "k": "1|%",
+        "kd": "{'a': 1}",
+        "bk": "b'v'",
+        "fl": len(f"{1e20:f}"),
+        "ue": 900000,
+        "u8": 800000,
+        "ua": 200000,
+        "d": 900000,
+        "de": "\u041f\u0440",
+        "o": "b'x'",
     }
 
 

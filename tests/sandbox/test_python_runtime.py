@@ -6,7 +6,11 @@ folded into constants, and the CPU-time budget."""
 
 from __future__ import annotations
 
+import codecs
+import encodings
+import encodings.aliases
 import json
+import sys
 import textwrap
 import time
 from collections.abc import Iterator
@@ -14,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from engine.sandbox import textcodecs
 from engine.sandbox.guards import Budget, Deadline
 from engine.sandbox.javascript import JavaScriptRuntime
 from engine.sandbox.limits import Limits
@@ -188,6 +193,31 @@ def test_folded_tables_give_the_same_answers(py: PythonRuntime) -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("table", "probe"),
+    [
+        ("DENY = {'rm': 1, 'dd': 2}", "{'rm'} in DENY"),
+        ("DENY = {'rm': 1, 'dd': 2}", "['rm'] in DENY"),
+        ("DENY = {'rm': 1, 'dd': 2}", "frozenset({'rm'}) not in DENY"),
+        ("DENY = {'rm', 'dd'}", "{'rm'} in DENY"),
+        ("DENY = {'rm', 'dd'}", "['rm'] in DENY"),
+        ("DENY = ['rm', 'dd']", "{'rm'} in DENY"),
+        ("DENY = ['rm', 'dd']", "['rm'] in DENY"),
+    ],
+)
+def test_a_folded_table_answers_or_refuses_every_in_as_the_table_would(
+    py: PythonRuntime, table: str, probe: str
+) -> None:
+    # The same test against the table as written: DENY.copy() keeps it built per call.
+    body = f"try:\n    return {{'in': {probe}}}\nexcept TypeError as e:\n    return {{'error': str(e)}}"
+    unfolded = body.replace("DENY", "DENY.copy()") + "\nDENY.copy()"
+    assert constants(script(body, table.replace("'rm'", "'deny-1'"))), "the table was not folded"
+    load(py, script(body, table), "fold-in")
+    load(py, script(unfolded, table), "fold-out")
+    folded = call_v2(py, "fold-in", {}, {})["value"]
+    assert folded == call_v2(py, "fold-out", {}, {})["value"]
+
+
 # --- what the call made goes with it --------------------------------------------------------
 
 
@@ -264,3 +294,126 @@ def test_a_dict_only_tested_against_becomes_the_frozenset_of_its_keys(py: Python
 def test_any_other_use_of_a_dict_keeps_it_built_per_call(use: str) -> None:
     assert constants(script(use, "DENY = {'deny-1': True}")) == []
     assert constants("DENY = {'deny-1': [1]}\nx = 'a' in DENY\n") == []  # a value not a literal
+
+
+# --- what a call hands back: errors name where the problem is -------------------------------
+
+CYCLE = "d = {}\nd['d'] = d\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "return {'input': {'meta': {'tags': (1, 2)}}}",
+            "result.input.meta.tags: a tuple is not JSON",
+        ),
+        (
+            "return {'input': {'meta': {3: 'x'}}}",
+            "result.input.meta: a key of type int is not JSON (keys are text)",
+        ),
+        ("return {'input': {'n': [1, float('inf')]}}", "result.input.n[1]: numbers must be finite"),
+        ("return {'input': {'a b': {'s': {1}}}}", 'result.input["a b"].s: a set is not JSON'),
+        (
+            "return {'input': {'n': 2 ** 60}}",
+            "result.input.n: integers must be within +-(2**53 - 1)",
+        ),
+        (CYCLE + "return {'input': {'meta': d}}", "result.input.meta.d: contains a cycle"),
+        (CYCLE + "return d", "result.d: contains a cycle"),
+        ("d = {}\nfor i in range(40):\n    d = {'x': d}\nreturn d", "nested deeper than 32 levels"),
+    ],
+)
+def test_an_invalid_result_names_the_field_and_tells_a_cycle(
+    py: PythonRuntime, body: str, message: str
+) -> None:
+    load(py, script(body), "invalid-result")
+    answer = call_v2(py, "invalid-result", {}, {})
+    assert answer["cause"] == "invalid_result" and message in answer["message"], answer
+    assert "cycle" not in message or "nested deeper" not in answer["message"]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ("host.state.set('k', {'a': [d]})", "host.state.set: value.a[0].d: contains a cycle"),
+        ("host.state.set('k', {'t': (1,)})", "host.state.set: value.t: a tuple is not JSON"),
+        (
+            "host.emit({'type': 'status', 'data': {'d': d}})",
+            "host.emit: event.data.d.d: contains a cycle",
+        ),
+        (
+            "host.emit({'type': 'status', 'data': {'x': float('nan')}})",
+            "host.emit: event.data.x: numbers must be finite",
+        ),
+    ],
+)
+def test_a_host_call_names_the_field_it_refuses(py: PythonRuntime, call: str, message: str) -> None:
+    load(py, script(CYCLE + call + "\nreturn None"), "invalid-host-call")
+    answer = call_v2(py, "invalid-host-call", {}, {})
+    assert answer["cause"] == "error" and message in answer["message"], answer
+    assert answer["line"] == 5
+
+
+def test_an_entry_names_the_field_it_refuses(py: PythonRuntime) -> None:
+    call = {
+        "function": "on_tool_call",
+        "script": {"key": "invalid-entry", "filename": "invalid-entry.py"},
+        "limits": LIMITS,
+        "limits_key": "l",
+        "config_key": "c",
+        "config_text": "{}",
+        "state": {},
+        "entries": [],
+    }
+    load(py, script(CYCLE + "host.entries.add('note', {'d': d})\nreturn None"), "invalid-entry")
+    answer = py.call_v2(call, "{}")
+    assert "host.entries.add: data.d.d: contains a cycle" in answer["message"], answer
+
+
+def test_the_host_cannot_be_closed_by_the_script(py: PythonRuntime) -> None:
+    load(py, script("host.close()\nreturn {'now': host.now()}"), "host-close")
+    answer = call_v2(py, "host-close", {"time": "t"}, {})
+    assert answer["ok"] is False and "has no attribute 'close'" in answer["message"], answer
+
+
+def test_every_codec_use_leaves_the_worker_as_it_found_it(py: PythonRuntime) -> None:
+    # The runtime loaded every codec when it was made: a call changes no module and no entry
+    # of the codec search cache, whatever codec, spelling or error handler it uses.
+    uses = [
+        "'\\u043f'.encode('koi8_r')",
+        "'\\u043f'.encode('KOI8-R')",
+        "'x'.encode(' Mac  Greek ')",
+        "str(b'x', 'Shift JIS')",
+        "'\\xe9'.encode('ascii', 'namereplace')",
+        "str(b'\\\\N{DIGIT ONE}', 'unicode_escape')",
+        "'b\\xfccher.example'.encode('idna')",
+        "'x'.encode('base64')",
+        "'x'.encode('no such codec')",
+        "str(b'x', encoding='hz')",
+        "'x'.encode('utf_8_sig')",
+        "'x'.encode('ISO-2022-JP-2004')",
+        "'x'.encode('zlib')",
+    ]
+    body = "".join(f"try:\n    {u}\nexcept Exception:\n    pass\n" for u in uses) + "return None"
+    load(py, script(body), "codecs-all")
+    modules, cached = set(sys.modules), dict(encodings._cache)  # type: ignore[attr-defined]
+    assert call_v2(py, "codecs-all", {}, {})["ok"]
+    assert set(sys.modules) == modules and encodings._cache == cached  # type: ignore[attr-defined]
+
+
+def test_codec_names_resolve_as_cpython_resolves_them() -> None:
+    textcodecs.preload()
+    names = set(encodings.aliases.aliases) | set(textcodecs._CANONICAL.values())
+    spellings = {"", "-", "utf\xe98", "u.t.f-8", "utf..8", "dbcs", "mbcs", "rot13", " latin "}
+    for n in names:
+        spellings |= {n, n.upper(), n.replace("_", " "), n.replace("_", "."), f" {n}!", "x" + n}
+    for name in spellings:
+        try:
+            real = codecs.lookup(name).name
+        except LookupError:
+            real = None
+        try:
+            ours: str | None = codecs.lookup(textcodecs.canonical(name)).name
+        except LookupError:
+            ours = None
+        assert ours == real, name
