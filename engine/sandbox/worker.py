@@ -176,7 +176,7 @@ def main() -> None:
     # Warnings go nowhere (stderr is closed) and keep no registry a later compile could depend on.
     warnings.simplefilter("ignore")
     js = JavaScriptRuntime()
-    py = PythonRuntime(js.regex, address_space_limiter())
+    py = PythonRuntime(js.regex, address_space_limiter(), warmed=gc.freeze)
     served = Served(py, js)
     # Start-up objects leave the collector's view, so the collection after every call is cheap.
     gc.freeze()

@@ -401,6 +401,28 @@ def test_every_codec_use_leaves_the_worker_as_it_found_it(py: PythonRuntime) -> 
     assert set(sys.modules) == modules and encodings._cache == cached  # type: ignore[attr-defined]
 
 
+def test_codecs_are_loaded_once_before_the_first_script_is_compiled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Not at start-up: a worker that only serves JavaScript never pays for it. Before the first
+    # compile or call, every time: the first script already finds every codec loaded.
+    from engine.sandbox import python as python_module
+
+    loads: list[str] = []
+    monkeypatch.setattr(python_module.textcodecs, "preload", lambda: loads.append("preload"))
+    runtime = PythonRuntime(
+        lambda *a, **k: None, lambda mb: 0, warmed=lambda: loads.append("warmed")
+    )
+    assert loads == []
+    load(runtime, script("return None"), "warm-1")
+    load(runtime, script("return None"), "warm-2")
+    assert call_v2(runtime, "warm-1", {}, {})["ok"]
+    assert loads == ["preload", "warmed"]
+    # a new worker gets a call before any compile (the host sends the source when asked)
+    answer = call_v2(PythonRuntime(lambda *a, **k: None, lambda mb: 0), "unknown-key", {}, {})
+    assert loads == ["preload", "warmed", "preload"] and answer["ok"] is False
+
+
 def test_codec_names_resolve_as_cpython_resolves_them() -> None:
     textcodecs.preload()
     names = set(encodings.aliases.aliases) | set(textcodecs._CANONICAL.values())
