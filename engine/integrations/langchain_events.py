@@ -233,13 +233,13 @@ def with_input(request: ToolCallRequest, new_input: dict[str, Any] | None) -> To
 
 
 def tool_messages(output: ToolOutput) -> list[ToolMessage]:
-    """The tool's answers the model will read: the ``ToolMessage``, or those in a
-    ``Command``'s ``update["messages"]``."""
+    """The tool's answers the model will read: the ``ToolMessage``, or the tool messages in a
+    ``Command``'s update, in whatever form LangGraph takes them there (a ``ToolMessage``, a
+    dict such as ``{"role": "tool", ...}``; the update a mapping or a list of pairs)."""
     if isinstance(output, ToolMessage):
         return [output]
-    update = output.update if isinstance(output, Command) else None
-    messages = update.get("messages") if isinstance(update, Mapping) else None
-    return [m for m in messages or [] if isinstance(m, ToolMessage)]
+    found = [_tool_message(m) for m in _update_messages(output)]
+    return [m for m in found if m is not None]
 
 
 def with_messages(output: ToolOutput, checked: list[ToolMessage]) -> ToolOutput:
@@ -249,11 +249,50 @@ def with_messages(output: ToolOutput, checked: list[ToolMessage]) -> ToolOutput:
     if not checked:
         return output
     replaced = iter(checked)
-    update = dict(cast("Mapping[str, Any]", output.update))  # tool_messages found a mapping
-    update["messages"] = [
-        next(replaced) if isinstance(m, ToolMessage) else m for m in update["messages"]
-    ]
-    return replace(output, update=update)
+
+    def swap(messages: Any) -> Any:
+        if not isinstance(messages, list | tuple):
+            messages = [messages]
+        return [next(replaced) if _tool_message(m) is not None else m for m in messages]
+
+    update = output.update
+    if isinstance(update, Mapping):
+        return replace(output, update={**update, "messages": swap(update["messages"])})
+    pairs = cast("list[tuple[str, Any]]", update)  # _update_messages found pairs
+    return replace(output, update=[(k, swap(v) if k == "messages" else v) for k, v in pairs])
+
+
+def _update_messages(output: ToolOutput) -> list[Any]:
+    """The entries of a ``Command``'s ``messages`` update (one message or a list of them)."""
+    update = output.update if isinstance(output, Command) else None
+    if isinstance(update, Mapping):
+        values = [update.get("messages")]
+    elif isinstance(update, list | tuple):
+        values = [v for pair in update if _is_pair(pair) for k, v in [pair] if k == "messages"]
+    else:
+        return []
+    found: list[Any] = []
+    for v in values:
+        found.extend(v if isinstance(v, list | tuple) else [] if v is None else [v])
+    return found
+
+
+def _is_pair(item: Any) -> bool:
+    return isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)
+
+
+def _tool_message(m: Any) -> ToolMessage | None:
+    """``m`` as the ``ToolMessage`` LangGraph will make of it, or None for any other message
+    (or what LangGraph would refuse anyway)."""
+    if isinstance(m, ToolMessage):
+        return m
+    if isinstance(m, BaseMessage) or not isinstance(m, Mapping):
+        return None
+    try:
+        (made,) = convert_to_messages([m])
+    except (KeyError, ValueError, TypeError, NotImplementedError):
+        return None
+    return made if isinstance(made, ToolMessage) else None
 
 
 def apply_result(message: ToolMessage, out: Outcome) -> ToolMessage:

@@ -168,6 +168,14 @@ def remember(note: str) -> Command[Any]:
 
 
 @tool
+def remember_dict(note: str) -> Command[Any]:
+    """Store a note (answers with a Command whose tool message is a dict)."""
+    ran.append(("remember_dict", {"note": note}))
+    reply = {"role": "tool", "content": f"kept {note} with {SECRET}", "tool_call_id": "c1"}
+    return Command(update={"messages": [reply]})
+
+
+@tool
 def notify(text: str) -> str:
     """Send a notification; its guard adds a notice."""
     ran.append(("notify", {"text": text}))
@@ -181,7 +189,7 @@ def explode(path: str) -> str:
     return f"explode {SECRET}"
 
 
-TOOLS = [read_file, delete_file, shell, crash, remember, notify, explode]
+TOOLS = [read_file, delete_file, shell, crash, remember, remember_dict, notify, explode]
 
 
 def load_guard(folder: Path) -> Engine:

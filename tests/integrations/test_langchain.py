@@ -88,6 +88,37 @@ def test_a_secret_in_a_commands_tool_message_is_redacted(engine: Engine, mode: s
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_secret_in_a_commands_tool_message_written_as_a_dict_is_redacted(
+    engine: Engine, mode: str
+) -> None:
+    # LangGraph makes a ToolMessage of {"role": "tool", ...}: the model reads it all the same.
+    model = scripted(call("remember_dict", {"note": "n2"}), "Stored.")
+    messages, _ = run(engine, model, "remember n2", mode)
+    result = next(m for m in messages if isinstance(m, ToolMessage))
+    assert ran == [("remember_dict", {"note": "n2"})]
+    assert result.content == "kept n2 with [REDACTED]"
+
+
+def test_tool_messages_are_found_in_every_form_a_command_update_takes() -> None:
+    from langgraph.types import Command
+
+    from engine.integrations.langchain_events import tool_messages, with_messages
+
+    as_dict = {"role": "tool", "content": "a", "tool_call_id": "c1"}
+    typed = ToolMessage("b", tool_call_id="c2")
+    other = {"role": "user", "content": "not a tool's"}
+    for update in (
+        {"messages": [as_dict, other, typed]},
+        [("messages", [as_dict, other]), ("count", 1), ("messages", typed)],
+    ):
+        found = tool_messages(Command(update=update))
+        assert [m.content for m in found] == ["a", "b"]
+        checked = [ToolMessage(f"checked {m.content}", tool_call_id=m.tool_call_id) for m in found]
+        again = tool_messages(with_messages(Command(update=update), checked))
+        assert [m.content for m in again] == ["checked a", "checked b"]
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_failing_tool_guard_blocks_the_tool_naming_the_hook(engine: Engine, mode: str) -> None:
     model = scripted(call("crash", {"path": "x"}), "It failed.")
     messages, _ = run(engine, model, "crash it", mode)
