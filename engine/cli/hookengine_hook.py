@@ -161,6 +161,9 @@ def _parse(data: bytes) -> tuple[int, bytes]:
     if headers.get("transfer-encoding", "").lower() == "chunked":
         return int(parts[1]), _unchunk(body)
     length = headers.get("content-length", "")
+    if length.isdigit() and len(body) < int(length):
+        # a connection that closed early: what arrived may still parse as JSON (``{}``: allow)
+        raise ServiceError("the policy service's answer ended before its Content-Length")
     return int(parts[1]), body[: int(length)] if length.isdigit() else body
 
 
@@ -175,6 +178,8 @@ def _unchunk(body: bytes) -> bytes:
             raise ServiceError("the policy service's answer is not valid HTTP") from None
         if not sep or size == 0:
             return b"".join(out)
+        if len(rest) < size:
+            raise ServiceError("the policy service's answer ended inside a chunk")
         out.append(rest[:size])
         rest = rest[size + 2 :]
 
