@@ -494,6 +494,9 @@ CHUNKED = (
         (b"SSH-2.0-OpenSSH_9.6\r\n", "not HTTP"),
         (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "not valid HTTP"),
         (b"", "not HTTP"),
+        # a connection closed early: the part that came is valid JSON, and {} would allow
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{}", "ended before its Content-Length"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n{}", "ended inside a chunk"),
     ],
 )
 def test_the_forwarder_reads_http_answers_and_refuses_what_is_not(
