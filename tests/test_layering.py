@@ -10,7 +10,7 @@ from tests.conftest import REPO
 # Lowest first. A module may import its own layer and the layers below it.
 LAYERS: list[set[str]] = [
     {"errors"},
-    {"boundary", "encoding", "points", "policy", "text"},
+    {"boundary", "encoding", "jsontext", "points", "policy", "text"},
     {"changes", "hosts", "store.records"},
     {"config"},
     {"store", "providers", "host_api"},

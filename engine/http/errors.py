@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine.errors import EventError, StoreError
+from engine.jsontext import MAX_DEPTH
 
 log = logging.getLogger("engine.http")
 
@@ -158,6 +159,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        cause = exc.__cause__
+        if exc.status_code == 400 and cause is not None and _unparsable(cause):
+            return unparsable(cause).response()
         message = exc.detail if isinstance(exc.detail, str) else CODES.get(exc.status_code, "")
         if exc.status_code == 404 and message == "Not Found":
             message = f"no route {request.url.path}"
@@ -166,6 +170,25 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StoreError)
     async def store_down(request: Request, exc: StoreError) -> JSONResponse:
         return store_unavailable(request.url.path, exc).response()
+
+
+def _unparsable(cause: BaseException) -> bool:
+    """Whether FastAPI's 400 hides JSON too deep or an integer too long (not a bad byte)."""
+    return isinstance(cause, RecursionError | ValueError) and not isinstance(
+        cause, UnicodeDecodeError
+    )
+
+
+def unparsable(cause: BaseException) -> ApiError:
+    """The 422 of a JSON body FastAPI's own parsing failed on with more than a syntax error:
+    nested too deep for Python's parser, or an integer too long to convert. The strict
+    reading (engine/jsontext.py) would have said the same, but FastAPI reads the body first
+    and would answer a bare ``400``."""
+    if isinstance(cause, RecursionError):
+        message = f"nested deeper than {MAX_DEPTH} levels"
+    else:  # Python's own words: "Exceeds the limit (4300 digits) for integer string ..."
+        message = str(cause).split(";")[0][:200]
+    return ApiError(422, "invalid_input", message, [{"loc": ["body"], "msg": message}])
 
 
 def store_unavailable(path: str, exc: StoreError) -> ApiError:

@@ -22,7 +22,6 @@ are ours; LiteLLM reads neither.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.errors import EngineError, EventError
 from engine.http.errors import ApiError, responses, summarize
+from engine.jsontext import parse_strict
 
 log = logging.getLogger("engine.http.litellm")
 
@@ -368,10 +368,12 @@ async def check_tool_calls(call: Call, calls: Sequence[ToolCallIn]) -> str | Non
     """
     for index, tool in enumerate(calls):
         name = tool.function.name
-        arguments = read_arguments(tool.function.arguments)
-        if not name or arguments is None:
-            what = "has no name" if not name else "has arguments that are not a JSON object"
-            return f"tool call {tool.id or index} {what}"
+        if not name:
+            return f"tool call {tool.id or index} has no name"
+        try:
+            arguments = read_arguments(tool.function.arguments)
+        except ValueError as exc:
+            return f"tool call {tool.id or index} has arguments that are not a JSON object ({exc})"
         fields = {"name": name, "input": arguments, "call_id": tool.id}
         out = await call.evaluate("tool_call", fields, ["body", "tool_calls", index])
         if out.blocked:
@@ -379,14 +381,18 @@ async def check_tool_calls(call: Call, calls: Sequence[ToolCallIn]) -> str | Non
     return None
 
 
-def read_arguments(arguments: str | dict[str, Any] | None) -> dict[str, Any] | None:
-    """A tool call's arguments as a mapping; None when they are not a JSON object."""
+def read_arguments(arguments: str | dict[str, Any] | None) -> dict[str, Any]:
+    """A tool call's arguments as a mapping, read strictly (engine/jsontext.py): the tool
+    would run with one of a repeated key's values, so a policy must not guess which.
+
+    Raises:
+        ValueError: not JSON, JSON a policy must not take, or not an object; says which.
+    """
     if isinstance(arguments, dict):
         return arguments
     if arguments is None or not arguments.strip():
         return {}
-    try:
-        value = json.loads(arguments)
-    except (ValueError, RecursionError):  # RecursionError: nested past Python's stack
-        return None
-    return value if isinstance(value, dict) else None
+    value = parse_strict(arguments)
+    if not isinstance(value, dict):
+        raise ValueError(f"a JSON {type(value).__name__}")
+    return value

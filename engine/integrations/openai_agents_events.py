@@ -19,6 +19,7 @@ from agents.run_config import ModelInputData
 from pydantic import BaseModel
 
 from engine.errors import EventError
+from engine.jsontext import parse_strict
 from engine.outcome import Outcome
 from engine.runtime import Agent as EngineAgent
 
@@ -181,7 +182,7 @@ def arguments(text: Any) -> dict[str, Any]:
         raise ValueError(f"arguments must be JSON text, not {type(text).__name__}")
     if not text.strip():
         return {}
-    data = json.loads(text)  # json.JSONDecodeError is a ValueError
+    data = parse_strict(text)  # a repeated key, deep nesting ...: a ValueError saying which
     if not isinstance(data, dict):
         raise ValueError(f"arguments must be a JSON object, not {type(data).__name__}")
     return data

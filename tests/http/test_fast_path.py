@@ -208,3 +208,35 @@ def test_a_body_over_the_limit_with_no_length_declared_is_413_on_the_fast_path(
     assert "content-length" not in response.request.headers
     assert response.status_code == 413, response.text
     assert response.json()["code"] == "body_too_large" and "8192" in response.json()["message"]
+
+
+def nested(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+@pytest.mark.parametrize("depth", [65, 500, 999, 1300])  # the body limit here is 8 KB
+@pytest.mark.parametrize(
+    ("url", "template"),
+    [
+        (TOOL, '{"event": {"name": "x", "input": %s}}'),
+        (OPA, '{"input": {"name": "x", "input": %s}}'),
+        (OPA_BATCH, '{"inputs": {"x": {"name": "x", "input": %s}}}'),
+        (BATCH, '{"inputs": {"x": {"event": {"name": "x", "input": %s}}}}'),
+    ],
+)
+def test_a_body_nested_too_deep_is_the_same_422_at_any_depth(
+    fast: TestClient, slow: TestClient, url: str, template: str, depth: int
+) -> None:
+    # past Python's own recursion limit FastAPI answered a bare 400 with no errors
+    body = (template % nested(depth)).encode()
+    for client in (fast, slow):
+        got = client.post(url, content=body, headers={**BEARER, **JSON})
+        assert got.status_code == 422, got.text
+        assert got.json()["errors"] == [{"loc": ["body"], "msg": "nested deeper than 64 levels"}]
+
+
+def test_an_integer_too_long_to_convert_is_a_422(fast: TestClient, slow: TestClient) -> None:
+    body = b'{"event": {"name": "x", "input": {"n": ' + b"9" * 5000 + b"}}}"
+    for client in (fast, slow):
+        got = client.post(TOOL, content=body, headers={**BEARER, **JSON})
+        assert got.status_code == 422 and "4300 digits" in got.json()["message"], got.text

@@ -482,17 +482,30 @@ def test_malformed_bytes_are_a_4xx_never_a_5xx(
     assert set(response.json()) == {"code", "message", "errors"}
 
 
-def test_tool_arguments_that_are_not_an_object_block_the_call(base: str) -> None:
-    deep = "[" * 50_000 + "]" * 50_000
-    for arguments in ("not json", "[1, 2]", deep):
-        body = {
-            **GOOD,
-            "input_type": "response",
-            "tool_calls": [{"id": "c7", "function": {"name": "shell", "arguments": arguments}}],
-        }
-        answer = httpx.post(base + PATH, json=body, headers={"x-api-key": TOKEN}).json()
-        assert answer["action"] == "BLOCKED"
-        assert answer["blocked_reason"] == "tool call c7 has arguments that are not a JSON object"
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        ("not json", "Expecting value"),
+        ("[1, 2]", "a JSON list"),
+        ("[" * 50_000 + "]" * 50_000, "nested deeper than 64 levels"),
+        # last-wins showed the guard "ls"; the tool may run "rm -rf /"
+        ('{"command": "rm -rf /", "command": "ls"}', "key 'command' appears twice"),
+        ('{"n": ' + "9" * 5000 + "}", "an integer of 5000 digits is too large"),
+    ],
+)
+def test_tool_arguments_that_are_not_an_object_block_the_call(
+    base: str, arguments: str, why: str
+) -> None:
+    body = {
+        **GOOD,
+        "input_type": "response",
+        "tool_calls": [{"id": "c7", "function": {"name": "shell", "arguments": arguments}}],
+    }
+    answer = httpx.post(base + PATH, json=body, headers={"x-api-key": TOKEN}).json()
+    assert answer["action"] == "BLOCKED"
+    reason = answer["blocked_reason"]
+    assert reason.startswith("tool call c7 has arguments that are not a JSON object (")
+    assert why in reason
 
 
 def test_no_token_is_401_with_the_error_body(base: str) -> None:

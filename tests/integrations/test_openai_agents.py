@@ -161,7 +161,9 @@ async def test_a_rewritten_input_blocks_a_tool_that_guard_tools_did_not_wrap(
     assert "guard_tools" in outputs(model, 1)["c1"]
 
 
-@pytest.mark.parametrize("arguments", ["{not json", "[1, 2]", '"text"'])
+@pytest.mark.parametrize(
+    "arguments", ["{not json", "[1, 2]", '"text"', '{"path": "/etc", "path": "a"}']
+)
 async def test_malformed_tool_arguments_block_the_call(
     ops: EngineAgent, ran: Ran, arguments: str
 ) -> None:
