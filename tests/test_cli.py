@@ -108,6 +108,19 @@ def test_loop_and_tool_verbs(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         (["{demo}", "user"], "user takes 1 argument(s), got 0"),
         (["{demo}", "tool", "x", "{bad"], "not valid JSON"),
         (["{demo}", "tool", "x", "[1]"], "must be a JSON object"),
+        (["{demo}", "tool", "x", '{"a":' * 1000 + "1" + "}" * 1000], "tool input"),
+        (["{demo}", "tool", "x", '{"a":' * 65 + "1" + "}" * 65], "nested deeper than 64"),
+        (["{demo}", "tool", "x", '{"n": ' + "9" * 5000 + "}"], "integer of 5000 digits"),
+        (["{demo}", "tool", "x", '{"c": "rm -rf /", "c": "ls"}'], "key 'c' appears twice"),
+        (["{demo}", "tool", "x", '{"x": NaN}'], "NaN is not JSON"),
+        (["{demo}", "result", "x", '{"a": 1, "a": 2}', "{}"], "the tool input is not valid"),
+        (["{demo}", "result", "x", "{}", '{"a":' * 1000 + "1" + "}" * 1000], "the tool result"),
+        (["{demo}", "result", "x", "{}", '{"a": 1, "a": 2}'], "the tool result is not valid"),
+        (["{demo}", "call", '{"instruction": "a", "instruction": "b"}'], "the call is not valid"),
+        (["{demo}", "call", "[" * 2000 + "]" * 2000], "the call is not valid"),
+        (["{dir}", "info"], "is a directory, not a regular file"),
+        (["/dev/zero", "info"], "is a character device, not a regular file"),
+        (["{dir}", "test"], "is a directory, not a regular file"),
         (["{bad}", "info"], "unknown kind 'injct'"),
     ],
 )
@@ -116,12 +129,41 @@ def test_bad_usage_exits_2_with_a_one_line_reason(
 ) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("kind: injct\nname: x\n")
-    args = [
-        a.replace("{demo}", str(DEMO / "escalate.yaml")).replace("{bad}", str(bad)) for a in args
-    ]
+    shown = {"{demo}": str(DEMO / "escalate.yaml"), "{bad}": str(bad), "{dir}": str(tmp_path)}
+    args = [shown.get(a, a) for a in args]
     code, out, err = run(hook_tool.main, [*args, "--db", str(tmp_path / "x.db")], capsys)
     assert code == 2
     assert message in err and err.count("\n") == 1 and out == ""
+
+
+@pytest.mark.parametrize(
+    ("db", "message"),
+    [
+        ("mysql://x", "its database driver is not installed (No module named 'MySQLdb')"),
+        ("postgresql://u:pw@h:port/d", "not a database URL"),
+        ("sqlite:////proc/no/x.db", "unable to open database file"),
+    ],
+)
+def test_a_store_that_cannot_be_opened_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], db: str, message: str
+) -> None:
+    args = [str(DEMO / "no_deletes.yaml"), "tool", "shell", '{"command": "ls"}', "--db", db]
+    code, out, err = run(hook_tool.main, args, capsys)
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1, err
+    assert "sqlalche.me" not in err and "pw" not in err
+
+
+def test_hookengine_commands_refuse_repeated_keys_and_bad_stores(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config = str(REPO / "config")
+    call = ["tools", "call", "--config", config, "--agent", "demo", "x", '{"a": 1, "a": 2}']
+    code, _, err = run(hookengine.main, call, capsys)
+    assert code == 2 and "key 'a' appears twice" in err and err.count("\n") == 1
+    for command in (["records"], ["replay"], ["serve", "--no-auth"]):
+        args = [*command, "--config", config, "--db", "mysql://x"]
+        code, _, err = run(hookengine.main, args, capsys)
+        assert code == 2 and "driver is not installed" in err and err.count("\n") == 1, command
 
 
 def test_unknown_verb_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

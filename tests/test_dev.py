@@ -63,6 +63,12 @@ def test_a_message_runs_a_whole_turn_and_commands_work(session: Any) -> None:
     assert session.handle(":explain") and "tool_call:" in said(session)
     session.handle("tool shell [1]")
     assert "error: the tool input must be a JSON object" in said(session)
+    session.handle('tool shell {"command": "rm -rf /", "command": "ls"}')
+    assert "error: key 'command' appears twice in one object" in said(session)
+    session.handle("tool shell " + '{"a":' * 1000 + "1" + "}" * 1000)
+    assert "error: nested deeper than 64 levels" in said(session)
+    session.handle('result shell {} {"a": 1, "a": 2}')
+    assert "error: key 'a' appears twice in one object" in said(session)
     assert session.handle(":quit") is False
 
 

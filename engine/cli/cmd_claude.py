@@ -24,6 +24,7 @@ from engine.integrations.claude_code import (
     failure_output,
     handle,
 )
+from engine.jsontext import parse_strict
 
 HOOK_TIMEOUT_S = 30
 """Claude Code's timeout for each installed hook; the command answers by itself before it."""
@@ -73,7 +74,7 @@ def run_hook(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout: must be > 0, not {args.timeout:g}")
     raw = sys.stdin.buffer.read()
     try:
-        payload = json.loads(raw)
+        payload = parse_strict(raw)  # a repeated key is refused: which one wins is a guess
     except ValueError as exc:
         _print(failure_output(None, f"the hook input is not JSON ({exc})"))
         return EXIT_OK

@@ -4,11 +4,11 @@ listed, exported, called and tested, every call through the agent's guarded call
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from engine.cli.common import EXIT_FAILED, EXIT_OK, UsageError, print_json, say
+from engine.jsontext import parse_strict
 from engine.runtime import Engine
 
 FORMATS = ("openai-chat", "openai-responses", "anthropic", "mcp")
@@ -104,8 +104,8 @@ def export_tools(args: argparse.Namespace) -> int:
 def call_tool(args: argparse.Namespace) -> int:
     """Exit 0 when the result is not an error, 1 when it is."""
     try:
-        value = json.loads(args.input)
-    except json.JSONDecodeError as exc:
+        value = parse_strict(args.input)
+    except ValueError as exc:  # not JSON, or JSON a policy must not take (a repeated key)
         raise UsageError(f"input: not JSON: {exc}") from None
     with _engine(args) as engine:
         result = engine.agent(args.agent).call_tool(

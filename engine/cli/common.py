@@ -223,6 +223,15 @@ def find_record(url: str, record_id: str) -> Record:
 DEFAULT_CONFIG = "config"
 
 
+def not_a_hook_file(path: Path) -> str:
+    """Why ``path`` (not a regular file) cannot be a hook file, as ``hookengine check`` says
+    it: ``hook file not found``, ``is a directory, not a regular file``, ..."""
+    from engine.config.yamlfile import path_problem  # only when the file is wrong
+
+    problem = path_problem(path) or "cannot read file"
+    return "hook file not found" if problem == "file not found" else problem
+
+
 def add_config(p: argparse.ArgumentParser, *, positional: bool = False) -> None:
     """``--config DIR`` (and, where a command always took one, the folder as a positional)."""
     if positional:

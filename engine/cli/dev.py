@@ -12,6 +12,7 @@ from engine.cli.render import approval_line, outcome_lines, short
 from engine.demo import offline_answer
 from engine.errors import ApprovalError
 from engine.explain import explain, explanation_lines
+from engine.jsontext import MAX_DEPTH, parse_strict
 from engine.outcome import Outcome
 from engine.reload import ReloadEvent
 from engine.runtime import Engine
@@ -145,14 +146,18 @@ class DevSession:
     def _tool(self, line: str) -> None:
         verb, rest = line.split(" ", 1)
         name, _, data = rest.strip().partition(" ")
-        decoder = json.JSONDecoder()
-        tool_input, end = decoder.raw_decode(data.strip() or "{}")
+        text = data.strip() or "{}"
+        try:
+            _, end = json.JSONDecoder().raw_decode(text)  # where the input ends
+        except RecursionError:
+            raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+        tool_input = parse_strict(text[:end])  # a repeated key is refused, not guessed
         if not isinstance(tool_input, dict):
             raise ValueError("the tool input must be a JSON object")
         if verb == "tool":
             self.show(self.agent.tool_call(name, tool_input, **self.scope))
             return
-        result = json.loads(data.strip()[end:].strip() or "null")
+        result = parse_strict(text[end:].strip() or "null")
         self.show(self.agent.tool_result(name, tool_input, result, **self.scope))
 
     def turn(self, question: str) -> None:

@@ -14,6 +14,7 @@ from engine.cli.common import (
     UsageError,
     VersionAction,
     end_process,
+    not_a_hook_file,
     print_json,
     run_main,
     say,
@@ -117,7 +118,7 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.verb} takes {wanted} argument(s), got {len(args.args)}")
     path = Path(args.hook)
     if not path.is_file():
-        raise UsageError(f"{args.hook}: hook file not found")
+        raise UsageError(f"{args.hook}: {not_a_hook_file(path)}")
     skip_empty_plugin_lookup()  # before the first pydantic model is built
     if args.verb == "info":
         return _info(path, args)
@@ -258,10 +259,16 @@ def _scope(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _json_arg(text: str, what: str) -> Any:
+    """``text`` read strictly (engine/jsontext.py): a repeated key, NaN, deep nesting or a
+    huge integer is a usage error naming ``what``, not a traceback or a last-wins guess."""
+    from engine.jsontext import parse_strict
+
     try:
-        return json.loads(text)
+        return parse_strict(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{what} is not valid JSON: {exc.msg} at column {exc.colno}") from None
+    except ValueError as exc:
+        raise UsageError(f"{what} is not valid JSON: {exc}") from None
 
 
 def _evaluate(agent: Agent, args: argparse.Namespace) -> list[Outcome]:

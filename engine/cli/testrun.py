@@ -12,6 +12,7 @@ from engine.cli.common import (
     UsageError,
     agent_filter,
     config_of,
+    not_a_hook_file,
     print_json,
     say,
 )
@@ -57,7 +58,7 @@ def test_file(path: Path, args: argparse.Namespace) -> int:
     if path.name.endswith(".test.yaml"):
         path = path.with_name(path.name.removesuffix(".test.yaml") + ".yaml")
     if not path.is_file():
-        raise UsageError(f"{path}: hook file not found")
+        raise UsageError(f"{path}: {not_a_hook_file(path)}")
     if args.agent:
         raise UsageError("--agent: a hook file is tested alone; give a config folder instead")
     with load_engine(path, agent="test", db=":memory:", live=args.live) as engine:

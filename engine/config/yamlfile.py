@@ -95,6 +95,18 @@ def os_reason(exc: OSError) -> str:
     return f"cannot read file ({reason})"
 
 
+def path_problem(path: Path) -> str | None:
+    """Why ``path`` is not a file to read, in the words ``read_bytes`` uses (``file not
+    found``, ``is a directory, not a regular file``); None when it is a regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        return os_reason(exc) if isinstance(exc, OSError) else "file not found"
+    if stat.S_ISREG(mode):
+        return None
+    return f"is {_KINDS.get(stat.S_IFMT(mode), 'a special file')}, not a regular file"
+
+
 def _regular(mode: int) -> None:
     if not stat.S_ISREG(mode):
         kind = _KINDS.get(stat.S_IFMT(mode), "a special file")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import sqlite3
 import threading
 import time
@@ -29,6 +30,22 @@ STATEMENT_TIMEOUT_S = 5.0
 """Default time a store call's statements may take (on SQLite: the wait for a lock)."""
 GRACE_S = 1.0
 """Past the server's own statement timeout, the client drops the connection."""
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc``'s message on one line, without SQLAlchemy's second line ("(Background on this
+    error at: https://sqlalche.me/...)"): a store error is shown as one line."""
+    text = str(exc).split("(Background on this error at:")[0]
+    return " ".join(text.split())
+
+
+def _opening(exc: BaseException) -> str:
+    """Why a store could not be opened, in one line."""
+    if isinstance(exc, ImportError):  # create_engine imports the URL's driver
+        return f"its database driver is not installed ({exc})"
+    if isinstance(exc, ValueError):
+        return f"not a database URL ({one_line(exc)})"
+    return one_line(exc)
 
 
 def to_url(url_or_path: str) -> str:
@@ -102,8 +119,7 @@ class Database:
     ) -> None:
         self.url = to_url(url_or_path)
         self.is_sqlite = self.url.startswith("sqlite")
-        in_memory = self.is_sqlite and sa.make_url(self.url).database in (None, "", ":memory:")
-        self._one_at_a_time = threading.RLock() if in_memory else None
+        self._one_at_a_time: threading.RLock | None = None
         """An in-memory SQLite database lives in one connection: every thread (the record
         writer's too) shares it, one session at a time."""
         self.connect_timeout_s = connect_timeout_s
@@ -112,23 +128,28 @@ class Database:
         self._silent_until = 0.0
         """monotonic() until which calls fail at once: the server did not answer."""
         try:
+            if self.is_sqlite and sa.make_url(self.url).database in (None, "", ":memory:"):
+                self._one_at_a_time = threading.RLock()
             self.engine = sa.create_engine(self.url, **self._engine_options())
             self._listen()
             with self._session() as conn:
                 conn.execution_options(**{_WRITE: True})
                 with conn.begin():
                     self.migrated_from = self._migrate(conn)
-        except (SQLAlchemyError, StoreError) as exc:
+        except (SQLAlchemyError, StoreError, ImportError, ValueError) as exc:
             if hasattr(self, "engine"):
                 self.engine.dispose()
             if isinstance(exc, StoreError):
                 raise
-            raise StoreError(f"cannot open store {self.display_url}: {exc}") from exc
+            raise StoreError(f"cannot open store {self.display_url}: {_opening(exc)}") from exc
 
     @property
     def display_url(self) -> str:
         """The URL without a password."""
-        return sa.make_url(self.url).render_as_string(hide_password=True)
+        try:
+            return sa.make_url(self.url).render_as_string(hide_password=True)
+        except (SQLAlchemyError, ValueError):  # a URL SQLAlchemy cannot read (a bad port)
+            return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", self.url)
 
     def _engine_options(self) -> dict[str, Any]:
         if self.is_sqlite:
@@ -253,7 +274,7 @@ class Database:
     def _failure(self, what: str, exc: SQLAlchemyError) -> StoreError:
         if is_no_answer(getattr(exc, "orig", None)):
             self._silent_until = time.monotonic() + self.connect_timeout_s
-        return StoreError(f"store {self.display_url}: {what} failed: {exc}")
+        return StoreError(f"store {self.display_url}: {what} failed: {one_line(exc)}")
 
     def close(self) -> None:
         if not self._closed.is_set():

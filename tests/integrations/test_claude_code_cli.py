@@ -139,6 +139,33 @@ def test_stdin_that_is_not_json_is_a_deny(
     assert "not JSON" in answer["hookSpecificOutput"]["permissionDecisionReason"]
 
 
+@pytest.mark.parametrize(
+    ("stdin", "why"),
+    [
+        (
+            b'{"hook_event_name": "PreToolUse", "session_id": "s1", "tool_name": "Bash", '
+            b'"tool_input": {"command": "rm -rf /srv", "command": "ls"}}',
+            "key 'command' appears twice in one object",
+        ),
+        (
+            b'{"hook_event_name": "PreToolUse", "tool_input": '
+            + b'{"a":' * 1000
+            + b"1"
+            + b"}" * 1000
+            + b"}",
+            "nested deeper than 64 levels",
+        ),
+    ],
+)
+def test_stdin_json_a_policy_must_not_take_is_a_deny_naming_why(
+    config: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any, stdin: bytes, why: str
+) -> None:
+    # last-wins would show the guard "ls" while Claude Code may run "rm -rf /srv"
+    code, answer = run_hook(monkeypatch, capsys, stdin, "--agent", "guard", "--config", str(config))
+    assert code == 0 and answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert why in answer["hookSpecificOutput"]["permissionDecisionReason"]
+
+
 def test_a_config_that_does_not_load_is_a_deny_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
