@@ -10,7 +10,11 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from engine.config import load_project, models
+from engine.config.models import Strict
 from engine.errors import ConfigError, Problem
+from engine.tools.delegate import DelegateConfig
+from engine.tools.openwebui import OpenWebUIConfig
+from engine.tools.script import ScriptToolConfig
 
 AGENT = "agents/a/agent.yaml"
 HOOK = "agents/a/hooks/h.yaml"
@@ -441,9 +445,9 @@ def _numeric(annotation: Any) -> bool:
 
 def _numbers() -> list[tuple[type[BaseModel], str]]:
     found = []
-    for model in vars(models).values():
-        if isinstance(model, type) and issubclass(model, models.Strict):
-            found += [(model, n) for n, i in model.model_fields.items() if _numeric(i.annotation)]
+    strict = [m for m in vars(models).values() if isinstance(m, type) and issubclass(m, Strict)]
+    for model in [*strict, ScriptToolConfig, DelegateConfig, OpenWebUIConfig]:  # tool YAML too
+        found += [(model, n) for n, i in model.model_fields.items() if _numeric(i.annotation)]
     return found
 
 

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.config.loader import show
+from engine.config.models import Int
 from engine.errors import Problem, fix_for, phrase, unknown_field
 from engine.providers.tasks import ProviderError
 from engine.tools.base import NAME_PATTERN, LoadContext, Tool, ToolLoadError, ToolResult, ToolSpec
@@ -65,7 +66,7 @@ class DelegateConfig(BaseModel):
     """The instruction the built-in runner gives the agent's model (``before_call``)."""
     enabled: bool = True
     """false: validated, never offered nor called."""
-    timeout_ms: int | None = Field(default=None, gt=0)
+    timeout_ms: Int | None = Field(default=None, gt=0)
     """The whole sub-turn's time limit (default: engine.yaml ``tools.timeout_ms``)."""
 
 

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from engine.config.models import Int
 from engine.config.yamlfile import ConfigReadError, read_text
 from engine.errors import Problem
 from engine.tools.base import LoadContext, Tool, ToolLoadError
@@ -49,7 +50,7 @@ class OpenWebUIConfig(BaseModel):
     """Starting ``UserValves`` values per user id, validated at load."""
     enabled: bool = True
     """False: validated at load, never offered or called."""
-    timeout_ms: int | None = Field(default=None, gt=0)
+    timeout_ms: Int | None = Field(default=None, gt=0)
     """Each method's time limit (default: the engine's)."""
     annotations: dict[str, Any] = Field(default_factory=dict)
     """MCP tool annotations given to every method's spec."""
