@@ -95,6 +95,15 @@ class Outcome:
         """before_user_message: an answer was given; the host skips the LLM."""
         return self.point == "before_user_message" and self.answer is not None
 
+    def hook_changed(self, name: str) -> bool:
+        """Whether an enforced hook changed the field ``name`` (``input``, ``result``, ...).
+
+        The engine's own normalising of the event (an integer past 2**53 made a string, a NaN
+        made null) shows in the field too, but is no change: a host hands back its own value
+        unless this says a hook changed it.
+        """
+        return any(h.mode == "enforce" and h.change and name in h.change for h in self.hooks)
+
     def to_dict(self) -> dict[str, Any]:
         """The outcome as JSON data."""
         data = asdict(self)

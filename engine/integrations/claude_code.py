@@ -164,7 +164,7 @@ def _tool_call(agent: Agent, payload: Mapping[str, Any], dialect: str) -> dict[s
         return _with_message(_ask(out, fields["input"]), out)
     if out.blocked:
         return _with_message(_deny(_reason(out)), out)
-    if not _changed(out, "input") or out.input == fields["input"]:
+    if not out.hook_changed("input") or out.input == fields["input"]:
         return _with_message({}, out)
     if dialect == "codex":  # Codex applies updatedInput only with "allow", which skips approval
         return _with_message(_deny(_CODEX_REWRITE), out)
@@ -178,7 +178,7 @@ def _tool_result(agent: Agent, payload: Mapping[str, Any], dialect: str) -> dict
         raise PayloadError([{"loc": ["tool_response"], "msg": "is missing"}])
     response = fields["result"] = payload["tool_response"]
     out = _evaluate(agent, "tool_result", fields, payload, dialect)
-    if not out.blocked and (not _changed(out, "result") or out.result == response):
+    if not out.blocked and (not out.hook_changed("result") or out.result == response):
         return _with_message({}, out)
     shaped = in_shape(response, out.result)
     if dialect == "claude":
@@ -301,12 +301,6 @@ def _ask(out: Outcome, given: dict[str, Any]) -> dict[str, Any]:
     if out.approval["input"] != given:
         answer["updatedInput"] = out.approval["input"]
     return {"hookSpecificOutput": answer}
-
-
-def _changed(out: Outcome, field: str) -> bool:
-    """Whether an enforced hook changed ``field`` (the engine's normalising of the event, a
-    NaN made null, say, is no change to hand back)."""
-    return any(h.mode == "enforce" and h.change and field in h.change for h in out.hooks)
 
 
 def _reason(out: Outcome) -> str:
