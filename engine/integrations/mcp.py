@@ -10,16 +10,22 @@ tool_call       the agent's hooks see ``{name, input, call_id}``. A block answer
                 ``CallToolResult(is_error=True)`` holding the reason; the upstream is not
                 called. A rewritten input must fit the tool's ``inputSchema``, else the call is
                 blocked with the reason.
-upstream        the call goes upstream; progress reaches the client, a cancelled call is
-                cancelled upstream. An upstream that cannot answer is a dead upstream: the
-                call is answered ``is_error`` and the gateway stops (a non-zero exit).
-tool_result     the hooks see ``{content, structuredContent, isError}`` (binary blocks as
-                ``{type, mimeType, bytes}`` stubs unless ``include_binary``). A replacement
-                must be a valid ``CallToolResult`` whose ``structuredContent`` fits the
-                ``outputSchema``; a replacement that does not, a block and a failed hook
-                withhold the result (``is_error`` with the cause). An agent with no hook at
-                ``tool_result`` and no records is not asked: nothing would look at the result.
+upstream        the call goes upstream; progress (without its text) reaches the client, a
+                cancelled call is cancelled upstream, a call with no answer and no progress
+                for ``call_timeout_s`` is cancelled there and answered ``is_error``. An error
+                the upstream answers is an ``is_error`` result saying so, which the
+                ``tool_result`` hooks see like any other. An upstream whose output ended is a
+                dead upstream: the call is answered ``is_error`` and the gateway stops.
+tool_result     the hooks see ``{content, structuredContent, isError}`` and ``_meta`` when the
+                upstream sent one (binary blocks as numbered stubs unless ``include_binary``).
+                A replacement must be a valid ``CallToolResult`` whose ``structuredContent``
+                fits the ``outputSchema``; a replacement that does not, a block and a failed
+                hook withhold the result (``is_error`` with the cause). An agent with no hook
+                at ``tool_result`` and no records is not asked: nothing would look at it.
 ==============  ==============================================================================
+
+What a hook did not change goes on as the client or the upstream sent it: the engine's own
+normalising of an event (an integer past 2**53 shown as a string) is never handed on.
 
 A refusal is always a ``CallToolResult`` with ``is_error``, never a raised error: that would
 become a JSON-RPC error, which clients drop. Tool annotations (``readOnlyHint``, ...) come from
@@ -31,6 +37,7 @@ from __future__ import annotations
 import base64
 import fnmatch
 import logging
+import math
 import os
 import threading
 import uuid
@@ -48,7 +55,8 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from engine.boundary import CUT_KEY
+from engine.boundary import CUT_KEY, normalize_value
+from engine.integrations.mcp_link import UNREADABLE, UpstreamLink
 from engine.points import Point
 
 if TYPE_CHECKING:
@@ -63,6 +71,9 @@ HOST = "mcp"
 
 PREFIX = "hookengine: "
 """Starts every text the gateway writes itself, so the user sees where it came from."""
+
+CALL_TIMEOUT_S = 300.0
+"""How long an upstream call may go without an answer or a progress notice, by default."""
 
 MAX_SESSIONS = 1000
 """How many HTTP client sessions the gateway remembers to send ``tools/list_changed`` to."""
@@ -88,6 +99,9 @@ class GatewayOptions:
     """Hand hooks binary blocks whole (base64) instead of ``{type, mimeType, bytes}`` stubs."""
     clean_env: bool = False
     """Start the upstream with the MCP SDK's minimal environment instead of this one's."""
+    call_timeout_s: float | None = CALL_TIMEOUT_S
+    """Seconds an upstream call may go without an answer or a progress notice before it is
+    cancelled upstream and answered ``is_error`` (None: no limit)."""
 
 
 @dataclass
@@ -105,11 +119,16 @@ class UpstreamDied(Exception):
 
 
 class UpstreamMisfit(Exception):
-    """The upstream's result does not fit the ``outputSchema`` it declared for the tool.
+    """The upstream's answer is no result to hand on: the SDK could not read it, or it does
+    not fit the ``outputSchema`` the upstream declared for the tool.
 
-    The gateway's MCP client checks that itself and raises a plain ``RuntimeError``; left to
-    itself that error would reach the caller as a JSON-RPC error, which clients drop.
+    The gateway's MCP client checks the schema itself and raises a plain ``RuntimeError``;
+    left to itself that error would reach the caller as a JSON-RPC error, which clients drop.
     """
+
+
+class UpstreamSilent(Exception):
+    """The upstream sent neither an answer nor progress for ``call_timeout_s``."""
 
 
 _CLIENT_CHECKS = (
@@ -141,6 +160,7 @@ class Gateway:
         """Set when the upstream died: the gateway stops."""
         self.tools: dict[str, types.Tool] = {}
         self._upstream: Client | None = None
+        self._link: UpstreamLink | None = None
         self.id = uuid.uuid4().hex
         """The session id hooks see for a client without one of its own (stdio: the only one)."""
         self._sessions: dict[str, ServerSession] = {}
@@ -170,7 +190,9 @@ class Gateway:
             args=list(self.options.command[1:]),
             env=None if self.options.clean_env else dict(os.environ),
         )
-        async with Client(params, mode="legacy", message_handler=self._on_upstream) as client:
+        self._link = UpstreamLink(params)
+        upstream = Client(self._link(), mode="legacy", message_handler=self._on_upstream)
+        async with upstream as client:
             self._upstream = client
             log.info("upstream %s: %s", self.options.command[0], client.server_info)
             try:
@@ -207,15 +229,19 @@ class Gateway:
         if out.blocked:
             return self._blocked(out.reason or "blocked by policy")
         try:
-            if out.input is not None and out.input != arguments:
-                problem = await self._input_problem(name, out.input)
+            if out.hook_changed("input") and out.input is not None:
+                rewritten = with_originals(out.input, arguments)
+                problem = await self._input_problem(name, rewritten, arguments)
                 if problem:
                     return self._blocked(problem)
-                arguments = out.input
+                arguments = rewritten
             result = await self._call_upstream(ctx, name, arguments)
             return await self._checked_result(name, arguments, result, scope)
         except UpstreamDied as exc:
             return self._stop(str(exc))
+        except UpstreamSilent as exc:
+            log.warning("tools/call %s: %s", name, exc)
+            return _error_result(f"{PREFIX}{exc}")
         except UpstreamMisfit as exc:
             log.warning("tools/call %s: %s", name, exc)
             return self._withheld(str(exc))
@@ -233,26 +259,58 @@ class Gateway:
     async def _call_upstream(
         self, ctx: ServerRequestContext[Any], name: str, arguments: dict[str, Any]
     ) -> types.CallToolResult:
-        """The upstream's answer; its own JSON-RPC errors pass through as raised ``MCPError``."""
+        """The upstream's answer; an error it answers is an ``is_error`` result saying so.
+
+        Raises:
+            UpstreamDied: the upstream's output ended.
+            UpstreamSilent: no answer nor progress for ``call_timeout_s`` (cancelled upstream).
+            UpstreamMisfit: the answer is unreadable, or does not fit the ``outputSchema``.
+        """
         client = self._client()
         self.counters.upstream_calls += 1
-        try:
-            return await client.call_tool(
-                name, arguments, progress_callback=ctx.session.report_progress
-            )
-        except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED:
-                raise UpstreamDied(f"the upstream server closed the connection ({exc})") from exc
-            raise
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
-            raise UpstreamDied(f"the upstream server is gone ({type(exc).__name__})") from exc
-        except RuntimeError as exc:
-            if not any(check in str(exc) for check in _CLIENT_CHECKS):
-                raise
-            first = str(exc).splitlines()[0]
-            raise UpstreamMisfit(
-                f"the upstream server's result does not fit the tool's outputSchema ({first})"
-            ) from exc
+        limit = self.options.call_timeout_s
+        with anyio.CancelScope() as waiting:
+
+            async def relay(progress: float, total: float | None, message: str | None) -> None:
+                # the text is the upstream's own words, which no hook sees: it stays behind
+                waiting.deadline = anyio.current_time() + (limit or math.inf)
+                await ctx.session.report_progress(progress, total)
+
+            waiting.deadline = anyio.current_time() + (limit or math.inf)
+            try:
+                return await client.call_tool(name, arguments, progress_callback=relay)
+            except MCPError as exc:
+                return self._answered_error(name, exc)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+                raise UpstreamDied(f"the upstream server is gone ({type(exc).__name__})") from exc
+            except RuntimeError as exc:
+                if not any(check in str(exc) for check in _CLIENT_CHECKS):
+                    raise
+                first = str(exc).splitlines()[0]
+                raise UpstreamMisfit(
+                    f"the upstream server's result does not fit the tool's outputSchema ({first})"
+                ) from exc
+        raise UpstreamSilent(
+            f"the upstream server sent no answer to {name!r} for {limit:g} s; "
+            "the call was cancelled there"
+        )
+
+    def _answered_error(self, name: str, exc: MCPError) -> types.CallToolResult:
+        """The ``is_error`` result standing for an error the upstream answered (its ``data``
+        left out), for the ``tool_result`` hooks to see like any result.
+
+        The SDK reports a closed connection as an error with code ``CONNECTION_CLOSED``, the
+        code of JSON-RPC's ordinary server error (-32000): only a link whose output ended is
+        a dead upstream.
+        """
+        link = self._link
+        if exc.code == types.CONNECTION_CLOSED and link is not None and link.ended:
+            raise UpstreamDied("the upstream server closed the connection") from exc
+        if link is not None and exc.code == types.PARSE_ERROR and exc.data == link.marker:
+            raise UpstreamMisfit(UNREADABLE) from exc
+        log.warning("tools/call %s: the upstream server answered error %s", name, exc.code)
+        text = f"{PREFIX}the upstream server answered {name!r} with error {exc.code}: {exc.message}"
+        return _error_result(text)
 
     async def _checked_result(
         self,
@@ -273,18 +331,26 @@ class Gateway:
             return self._withheld(describe(exc))
         if out.blocked or out.failed:
             return self._withheld(_result_reason(out))
-        if out.result == seen:
+        if not out.hook_changed("result"):
+            return result
+        changed = with_originals(out.result, seen)
+        if _same(changed, seen):
             return result
         try:
-            replaced = result_from_change(out.result, stubs)
+            replaced = result_from_change(changed, stubs)
             if not _same_structure(replaced, result):
                 await self._check_output(name, replaced)
         except ValueError as exc:
             return self._withheld(f"a hook's replacement result is not valid: {exc}")
         return replaced
 
-    async def _input_problem(self, name: str, arguments: dict[str, Any]) -> str | None:
-        """Why a rewritten input does not fit the tool's ``inputSchema`` (None: it fits)."""
+    async def _input_problem(
+        self, name: str, arguments: dict[str, Any], sent: dict[str, Any]
+    ) -> str | None:
+        """Why a rewritten input does not fit the tool's ``inputSchema`` (None: it fits, or
+        is the input the client ``sent``)."""
+        if _same(arguments, sent):
+            return None
         tool = await self._tool(name)
         if tool is None:
             return f"the input was rewritten, but the tool {name!r} is not listed to check it"
@@ -402,62 +468,119 @@ class _GatewayServer(Server["Gateway"]):
 # -- results as hooks see them ------------------------------------------------------------------
 
 
+STUB_KEY = "stub"
+"""The field naming a binary block's stub: the block's position in the upstream's content."""
+
+_PAYLOADS = {"image": "data", "audio": "data", "resource": "blob"}
+"""Per block type, the field holding its base64 payload (a resource's inside ``resource``)."""
+
+
 @dataclass
 class _Stubs:
-    """The binary blocks hidden from hooks, by the stub that stands for each."""
+    """The binary blocks hidden from hooks, each under the number its stub carries."""
 
-    blocks: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def hide(self, item: dict[str, Any], position: int) -> dict[str, Any]:
+        """The stub standing for ``item`` (``item`` itself if it holds no binary payload)."""
+        kind = item.get("type")
+        holder = item.get("resource") if kind == "resource" else item
+        payload = _PAYLOADS.get(kind) if isinstance(kind, str) else None
+        if payload is None or not isinstance(holder, dict):
+            return item
+        if not isinstance(holder.get(payload), str):
+            return item
+        self.blocks[position] = item
+        shown = {key: value for key, value in holder.items() if key != payload}
+        shown["bytes"] = _size(holder, payload)
+        if holder is item:
+            return {**shown, STUB_KEY: position}
+        return {**item, "resource": shown, STUB_KEY: position}
 
     def restore(self, item: Any) -> Any:
-        for stub, original in self.blocks:
-            if item == stub:
-                return original
-        return item
+        """The block a stub stands for, with the fields a hook changed beside the payload
+        (its ``_meta``, say); anything that is no stub of this result as it is."""
+        if not isinstance(item, dict) or type(item.get(STUB_KEY)) is not int:
+            return item
+        original = self.blocks.get(item[STUB_KEY])
+        if original is None or item.get("type") != original.get("type"):
+            return item
+        stub = {key: value for key, value in item.items() if key != STUB_KEY}
+        holder, source = stub, original
+        if original["type"] == "resource":
+            holder, source = dict(stub.get("resource") or {}), original["resource"]
+        payload = _PAYLOADS[original["type"]]
+        if holder.pop("bytes", None) != _size(source, payload):
+            return item
+        holder[payload] = source[payload]
+        return {**stub, "resource": holder} if original["type"] == "resource" else holder
 
 
 def result_event(
     result: types.CallToolResult, *, include_binary: bool = False
 ) -> tuple[dict[str, Any], _Stubs]:
-    """``{content, structuredContent, isError}`` as hooks see it, and the stubs to restore.
+    """``{content, structuredContent, isError}`` (and ``_meta`` when the result has one) as
+    hooks see it, and the stubs to restore.
 
-    Without ``include_binary`` an image or audio block, or an embedded blob, is a stub
-    ``{type, mimeType, bytes}`` (plus ``uri`` for a resource): hooks decide on its kind and
-    size, and a stub left in place is the original block again.
+    Without ``include_binary`` an image or audio block, or an embedded blob, is a stub: the
+    block with its base64 payload replaced by ``bytes`` (its size) and ``stub`` (its
+    position in the content). A stub left in the result is its own block again, with what
+    a hook changed beside the payload; a stub dropped never comes back.
     """
     stubs = _Stubs()
     content = []
-    for block in result.content:
+    for position, block in enumerate(result.content):
         item = block.model_dump(by_alias=True, mode="json", exclude_none=True)
-        if not include_binary:
-            stub = _stub(item)
-            if stub is not None:
-                stubs.blocks.append((stub, item))
-                item = stub
-        content.append(item)
+        content.append(item if include_binary else stubs.hide(item, position))
     seen = {"content": content, "structuredContent": result.structured_content}
     seen["isError"] = bool(result.is_error)
+    if result.meta is not None:
+        seen["_meta"] = result.meta
     return seen, stubs
 
 
-def _stub(item: dict[str, Any]) -> dict[str, Any] | None:
-    if item.get("type") in ("image", "audio") and isinstance(item.get("data"), str):
-        return {"type": item["type"], "mimeType": item.get("mimeType"), "bytes": _size(item)}
-    resource = item.get("resource")
-    if item.get("type") == "resource" and isinstance(resource, dict) and "blob" in resource:
-        return {
-            "type": "resource",
-            "uri": resource.get("uri"),
-            "mimeType": resource.get("mimeType"),
-            "bytes": _size(resource, "blob"),
-        }
-    return None
-
-
-def _size(item: Mapping[str, Any], key: str = "data") -> int:
+def _size(item: Mapping[str, Any], key: str) -> int:
     try:
         return len(base64.b64decode(item[key], validate=False))
     except ValueError:
         return len(item[key])
+
+
+def with_originals(new: Any, original: Any) -> Any:
+    """A hook's value ``new``, with ``original`` wherever the hook left the value it was shown.
+
+    Hooks see ``original`` normalised (engine/boundary.py: an integer past 2**53 as its
+    decimal string, a lone surrogate as U+FFFD); what they did not change must go on as the
+    client or the upstream sent it, not as the engine showed it.
+    """
+    shown, _ = normalize_value(original, "value")
+    return _restored(new, shown, original)
+
+
+def _restored(new: Any, shown: Any, original: Any) -> Any:
+    if _same(new, shown):
+        return original
+    if type(new) is dict and type(shown) is dict and type(original) is dict:
+        both = shown.keys() & original.keys()
+        return {
+            key: _restored(value, shown[key], original[key]) if key in both else value
+            for key, value in new.items()
+        }
+    lists = type(new) is list and type(shown) is list and type(original) is list
+    if lists and len(new) == len(shown) == len(original):
+        return [_restored(*items) for items in zip(new, shown, original, strict=True)]
+    return new
+
+
+def _same(one: Any, other: Any) -> bool:
+    """JSON equality: ``true`` is not ``1``, nor ``1`` ``1.0``."""
+    if type(one) is not type(other):
+        return False
+    if type(one) is dict:
+        return one.keys() == other.keys() and all(_same(one[k], other[k]) for k in one)
+    if type(one) is list:
+        return len(one) == len(other) and all(map(_same, one, other))
+    return bool(one == other)
 
 
 def result_from_change(value: Any, stubs: _Stubs | None = None) -> types.CallToolResult:
@@ -475,7 +598,7 @@ def result_from_change(value: Any, stubs: _Stubs | None = None) -> types.CallToo
         raise ValueError(f"content: must be a list, not {_kind(value.get('content'))}")
     if not isinstance(value.get("isError", False), bool):
         raise ValueError(f"isError: must be true or false, not {_kind(value['isError'])}")
-    unknown = sorted(set(value) - {"content", "structuredContent", "isError"})
+    unknown = sorted(set(value) - {"content", "structuredContent", "isError", "_meta"})
     if CUT_KEY in unknown:  # the boundary cut the result to fit the event (docs/points.md)
         raise ValueError("the result is over the event's size cap, and was cut for the hooks")
     if unknown:

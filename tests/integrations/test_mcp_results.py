@@ -5,7 +5,7 @@ from __future__ import annotations
 import mcp_types as types
 import pytest
 
-from engine.integrations.mcp import result_event, result_from_change
+from engine.integrations.mcp import result_event, result_from_change, with_originals
 
 IMAGE = types.ImageContent(type="image", data="AAECAw==", mime_type="image/png")
 TEXT = types.TextContent(type="text", text="hi")
@@ -23,9 +23,26 @@ def test_a_result_is_content_structured_content_and_is_error() -> None:
 
 def test_binary_blocks_are_stubs_that_turn_back_into_the_block() -> None:
     seen, stubs = result_event(types.CallToolResult(content=[IMAGE, TEXT]))
-    assert seen["content"][0] == {"type": "image", "mimeType": "image/png", "bytes": 4}
+    assert seen["content"][0] == {"type": "image", "mimeType": "image/png", "bytes": 4, "stub": 0}
     rebuilt = result_from_change(seen, stubs)
     assert rebuilt.content == [IMAGE, TEXT]
+
+
+def test_a_stub_restores_its_own_block_with_what_a_hook_changed_beside_the_payload() -> None:
+    other = IMAGE.model_copy(update={"data": "BAUGBw==", "meta": {"k": "secret"}})
+    blob = types.BlobResourceContents(uri="file:///a", blob="AAECAw==")
+    resource = types.EmbeddedResource(type="resource", resource=blob)
+    seen, stubs = result_event(types.CallToolResult(content=[IMAGE, other, resource]))
+    assert seen["content"][2]["resource"] == {"uri": "file:///a", "bytes": 4}
+    shown = [seen["content"][2], {**seen["content"][1], "_meta": {"k": "[REDACTED]"}}]
+    rebuilt = result_from_change({"content": shown}, stubs)
+    assert rebuilt.content == [resource, other.model_copy(update={"meta": {"k": "[REDACTED]"}})]
+
+
+def test_a_hook_value_keeps_the_originals_it_left_as_shown() -> None:
+    original = {"n": 2**70, "flag": 1, "items": [2**70, "a"]}
+    shown = {"n": str(2**70), "flag": True, "items": [str(2**70), "b"]}  # flag: a change
+    assert with_originals(shown, original) == {"n": 2**70, "flag": True, "items": [2**70, "b"]}
 
 
 def test_include_binary_hands_the_data_itself() -> None:

@@ -29,6 +29,11 @@ function on_tool_result(event, host) {
     var seen = { type: "text", text: JSON.stringify(event.result.content[0]) };
     return { result: { content: event.result.content.concat([seen]), isError: false } };
   }
+  if (event.input.dropFirst === true) {  // withholds the first block, redacts the rest
+    var kept = clean(event.result, host);
+    kept.content = kept.content.slice(1);
+    return { result: kept };
+  }
   var path = String(event.input.path || "");
   if (path.indexOf("badshape") >= 0) { return { result: { content: "not a list" } }; }
   if (path.indexOf("badschema") >= 0) {
