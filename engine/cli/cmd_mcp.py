@@ -42,7 +42,16 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--include-binary",
         action="store_true",
-        help="hand hooks binary content whole (default: {type, mimeType, bytes} stubs)",
+        help="hand hooks binary content whole (default: {type, mimeType, bytes, stub} stubs)",
+    )
+    p.add_argument(
+        "--call-timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="answer a tool call isError (and cancel it upstream) when the server sends nothing "
+        "for it this long; each progress notice starts the wait again; 0: no limit "
+        "(default: 300)",
     )
     p.add_argument(
         "--clean-env",
@@ -73,6 +82,8 @@ def run_proxy(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise UsageError("the MCP server to run is missing: add -- CMD [ARGS ...]")
+    if not args.call_timeout >= 0:  # also NaN
+        raise UsageError("--call-timeout: a number of seconds >= 0 (0: no limit)")
     token = _token() if args.http is not None else ""
     options = GatewayOptions(
         agent=args.agent,
@@ -82,6 +93,7 @@ def run_proxy(args: argparse.Namespace) -> int:
         deny_tools=tuple(args.deny_tools),
         include_binary=args.include_binary,
         clean_env=args.clean_env,
+        call_timeout_s=args.call_timeout if args.call_timeout > 0 else None,
     )
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(message)s")
     with Engine.load(args.config, watch=args.watch, db=args.db) as engine:

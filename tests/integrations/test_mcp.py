@@ -313,11 +313,16 @@ def test_an_upstream_that_cannot_start_exits_non_zero(setup: tuple[Path, Path, P
     assert "hookengine mcp-proxy: error:" in done.stderr.decode()
 
 
-def test_the_command_line_is_checked_before_anything_starts(tmp_path: Path) -> None:
+def test_the_command_line_is_checked_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from engine.cli.hookengine import main
 
     assert main(["mcp-proxy", "--agent", "fs", "--config", str(tmp_path)]) == 2
     assert main(["mcp-proxy", "--agent", "fs", "--http", "9", "--", "x"]) == 2
+    assert main(["mcp-proxy", "--agent", "fs", "--call-timeout", "-1", "--", "x"]) == 2
+    assert main(["mcp-proxy", "--agent", "fs", "--call-timeout", "nan", "--", "x"]) == 2
+    assert capsys.readouterr().err.count("--call-timeout: a number of seconds >= 0") == 2
 
 
 def test_importing_the_engine_does_not_import_the_mcp_sdk() -> None:
