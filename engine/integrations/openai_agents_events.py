@@ -210,10 +210,10 @@ def input_with(input: str | list[Any], out: Outcome) -> str | list[Any]:
 
 def model_input(model: ModelInputData, out: Outcome) -> ModelInputData:
     """The model input before_call's hooks left: instruction, sections, messages."""
-    instructions = out.instruction if changed(out, "instruction") else model.instructions
+    instructions = out.instruction if out.hook_changed("instruction") else model.instructions
     if out.sections:
         instructions = "\n\n".join(part for part in [instructions, *out.sections] if part)
-    if not changed(out, "messages"):
+    if not out.hook_changed("messages"):
         return ModelInputData(input=model.input, instructions=instructions)
     # a hook's messages are the input items it wants sent, as JSON data: the SDK takes dicts
     return ModelInputData(input=list(out.messages), instructions=instructions)  # type: ignore[arg-type]
@@ -257,15 +257,9 @@ def _get(item: Any, key: str) -> Any:
     return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)
 
 
-def changed(out: Outcome, name: str) -> bool:
-    """Whether an enforced hook changed ``name`` (the engine's normalising of the event, a
-    text cut with a marker, is no change to hand back)."""
-    return any(h.mode == "enforce" and h.change and name in h.change for h in out.hooks)
-
-
 def rewritten(out: Outcome, name: str, before: Any) -> bool:
     """Whether a hook changed ``name`` to something other than ``before``."""
-    return changed(out, name) and getattr(out, name) != before
+    return out.hook_changed(name) and getattr(out, name) != before
 
 
 def as_text(value: Any) -> str:

@@ -30,7 +30,6 @@ from engine.integrations.openai_agents_events import (
     ScopeSource,
     arguments,
     as_text,
-    changed,
     failed,
     hook_result,
     rewritten,
@@ -249,7 +248,7 @@ def _guard(tool: FunctionTool, policy: Policy) -> FunctionTool:
             out = _DECIDED[ctx]
         if out.blocked:
             return out.reason or PREFIX + "blocked by policy"
-        if changed(out, "input") and out.input is not None:
+        if out.hook_changed("input") and out.input is not None:
             if getattr(ctx, "_function_tool_arguments", None) is not None:
                 ctx._function_tool_arguments = None  # prepared for the model's arguments
             return await inner(ctx, json.dumps(out.input, ensure_ascii=False))
