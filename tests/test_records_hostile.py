@@ -231,10 +231,11 @@ def test_a_script_writing_hostile_text_cannot_hide_its_decision(engine: Engine, 
     run = stored[hostile.id].hooks[0]
     assert run.status == "decided" and run.logs == [f"log {SHOWN}", "nul\\u0000here"]
     assert run.change == {"notice": ["notice hide\ufffdme"]}  # changes pass the boundary
+    # state and emits are made whole before they are kept (half a character becomes U+FFFD)
     writes = run.extras["state_writes"]["k"]
-    assert writes["bad"] == SHOWN and json.dumps(writes["deep"]).count("[") == 30
+    assert writes["bad"] == "hide\ufffdme" and json.dumps(writes["deep"]).count("[") == 30
     emitted = stored[hostile.id].outcome["events"][0]["data"]
-    assert emitted["bad"] == SHOWN and emitted["nul"] == "nul\\u0000here"
+    assert emitted["bad"] == "hide\ufffdme" and emitted["nul"] == "nul\\u0000here"
     assert stored[hostile.id].outcome["notices"] == ["notice hide\ufffdme"]
     failed = stored[raised.id]
     assert failed.outcome["blocked"] and failed.hooks[0].status == "failed"

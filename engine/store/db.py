@@ -33,10 +33,11 @@ GRACE_S = 1.0
 
 
 def one_line(exc: BaseException) -> str:
-    """``exc``'s message on one line, without SQLAlchemy's second line ("(Background on this
-    error at: https://sqlalche.me/...)"): a store error is shown as one line."""
-    text = str(exc).split("(Background on this error at:")[0]
-    return " ".join(text.split())
+    """``exc``'s message on one line: its first. SQLAlchemy's later lines are the statement,
+    its parameters (a record's or a state value's content, which no error or status may show)
+    and a link ("(Background on this error at: https://sqlalche.me/...)")."""
+    lines = str(exc).strip().splitlines()
+    return " ".join(lines[0].split()) if lines else type(exc).__name__
 
 
 def _opening(exc: BaseException) -> str:
