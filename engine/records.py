@@ -374,7 +374,10 @@ class RecordWriter:
             if self._file_lost():
                 return batch
             self._count_written(len(records))
+            if self._burst == lost_before:
+                self._end_burst()  # before flush() can return: its caller reads the log
             self._resolve(len(records))
+            return []
         if self._burst == lost_before:
             self._end_burst()
         return []
