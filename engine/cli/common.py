@@ -226,7 +226,9 @@ DEFAULT_CONFIG = "config"
 def not_a_hook_file(path: Path) -> str:
     """Why ``path`` (not a regular file) cannot be a hook file, as ``hookengine check`` says
     it: ``hook file not found``, ``is a directory, not a regular file``, ..."""
-    from engine.config.yamlfile import path_problem  # only when the file is wrong
+    if not os.path.lexists(path):  # the common mistake, told without importing the config
+        return "hook file not found"
+    from engine.config.yamlfile import path_problem  # the package imports pydantic
 
     problem = path_problem(path) or "cannot read file"
     return "hook file not found" if problem == "file not found" else problem
