@@ -5,7 +5,7 @@ from __future__ import annotations
 import mcp_types as types
 import pytest
 
-from engine.integrations.mcp import result_event, result_from_change, with_originals
+from engine.integrations.mcp_results import result_event, result_from_change, with_originals
 
 IMAGE = types.ImageContent(type="image", data="AAECAw==", mime_type="image/png")
 TEXT = types.TextContent(type="text", text="hi")
