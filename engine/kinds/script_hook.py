@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -154,18 +155,22 @@ class ScriptHook(SpecHook):
             ctx.events.extend(emits)
         terms = str(self.script.language)  # errors name values as the script does
         change = parse_change(point, result.value, hook=self.name, event=event, terms=terms)
+        # a call's state and entries are kept together or not at all
+        together = bool(writes and added and ctx.scope.session_id)
+        with ctx.store.one_transaction() if together else contextlib.nullcontext():
+            if writes:
+                ctx.store.state_save(
+                    self._state_key(ctx),
+                    ctx.scope_key,
+                    writes,
+                    ttls=result.state_ttls,
+                    time=event.get("time"),
+                )
+            self._keep_entries(event, ctx, result.entries_read, added)
         if writes:
-            ctx.store.state_save(
-                self._state_key(ctx),
-                ctx.scope_key,
-                writes,
-                ttls=result.state_ttls,
-                time=event.get("time"),
-            )
             ctx.extras["state_writes"] = writes
             if result.state_ttls:
                 ctx.extras["state_ttls"] = result.state_ttls
-        self._keep_entries(event, ctx, result.entries_read, added)
         return change
 
     def _stored(self, value: Any, where: str) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.store.records import LossSummary, Record, RecordLoss, RecordQuery
@@ -107,6 +108,11 @@ class Store(Protocol):
         """Apply writes to one hook's state in one scope (``None`` deletes a key), atomically.
         Each row notes ``time`` (the event's) as written; a key in ``ttls`` expires that many
         seconds after ``time``, any other key written here never expires."""
+        ...
+
+    def one_transaction(self) -> AbstractContextManager[None]:
+        """Every write this thread makes inside goes in one transaction: all are kept, or
+        none (a script call's state and entries). Raises StoreError when it cannot write."""
         ...
 
     # -- conversation entries --------------------------------------------------------------

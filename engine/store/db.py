@@ -128,6 +128,8 @@ class Database:
         self._closed = threading.Event()
         self._silent_until = 0.0
         """monotonic() until which calls fail at once: the server did not answer."""
+        self._joined = threading.local()
+        """This thread's connection inside ``one_transaction`` (None outside)."""
         try:
             if self.is_sqlite and sa.make_url(self.url).database in (None, "", ":memory:"):
                 self._one_at_a_time = threading.RLock()
@@ -254,7 +256,34 @@ class Database:
         except sqlite3.Error as exc:
             raise StoreError(f"store {self.display_url}: read failed: {exc}") from exc
 
+    @contextlib.contextmanager
+    def one_transaction(self) -> Iterator[None]:
+        """Every write this thread makes inside goes in one transaction: all are kept, or,
+        when one fails or the block raises, none (a script call's state and entries).
+
+        Raises:
+            StoreError: the store could not write (nothing was kept).
+        """
+        if getattr(self._joined, "conn", None) is not None:
+            yield  # already inside one
+            return
+        self._check_answering("write")
+        try:
+            with self._session() as conn:
+                conn.execution_options(**{_WRITE: True})
+                with conn.begin():
+                    self._joined.conn = conn
+                    try:
+                        yield
+                    finally:
+                        self._joined.conn = None
+        except SQLAlchemyError as exc:
+            raise self._failure("write", exc) from exc
+
     def _write(self, fn: Callable[[sa.Connection], T]) -> T:
+        joined = getattr(self._joined, "conn", None)
+        if joined is not None:
+            return fn(joined)  # one_transaction commits, or rolls back and raises StoreError
         self._check_answering("write")
         try:
             with self._session() as conn:

@@ -245,6 +245,48 @@ def test_half_a_character_in_a_value_is_kept_whole_and_in_a_key_is_refused(
         assert [e["data"] for e in engine.store.entries_list("a", "s")] == [{"t": "d\ufffd"}] * 2
 
 
+BOTH = {
+    "py": "def on_tool_call(event, host):\n    n = (host.state.get('n') or 0) + 1\n"
+    "    host.state.set('n', n)\n    host.entries.add('k', {'n': n})\n"
+    "    return {'notice': 'n=' + str(n)}\n",
+    "js": "function on_tool_call(event, host) {\n  var n = (host.state.get('n') || 0) + 1;\n"
+    "  host.state.set('n', n);\n  host.entries.add('k', {n: n});\n"
+    "  return {notice: 'n=' + n};\n}\n",
+}
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_calls_state_and_entries_are_kept_together_or_not_at_all(
+    tmp_path: Path, lang: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The state was saved first: when storing the entries then failed, the failed call's
+    # state stayed (n went 1, 3 instead of 1, 2).
+    from engine.errors import StoreError
+
+    root = write(
+        tmp_path / "config",
+        {
+            "engine.yaml": "process: test\n",
+            **agent_files("a", {"h": inline_hook("h", lang, BOTH[lang])}),
+        },
+    )
+    with Engine.load(root, db=str(tmp_path / "s.db")) as engine:
+        agent, scope = engine.agent("a"), {"user_id": "u", "session_id": "s"}
+        assert agent.tool_call("ls", **scope).notices == ["n=1"]
+        real = engine.store.entries_add
+
+        def full_disk(*args: object, **kw: object) -> None:
+            real(*args, **kw)  # type: ignore[arg-type]
+            raise StoreError("store: write failed: disk full")
+
+        monkeypatch.setattr(engine.store, "entries_add", full_disk)
+        failed = agent.tool_call("ls", **scope)
+        assert failed.blocked and "disk full" in (failed.hooks[0].error or "")
+        monkeypatch.undo()
+        assert agent.tool_call("ls", **scope).notices == ["n=2"]
+        assert [e["data"] for e in engine.store.entries_list("a", "s")] == [{"n": 1}, {"n": 2}]
+
+
 @pytest.mark.parametrize("lang", LANGS)
 def test_emits_reach_the_outcome_and_logs_the_record(engine: Engine, lang: str) -> None:
     out = engine.agent(f"state_{lang}").tool_call("ok", user_id=f"emit-{lang}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from engine.store import Record, open_store
@@ -153,3 +154,18 @@ def test_a_state_read_the_database_refuses_is_a_store_error(tmp_path: Any) -> No
     with pytest.raises(StoreError, match=r"store .*store\.db.*read failed: no such table"):
         store.state_load("h", "user:u", now=at(1))
     store.close()
+
+
+def test_writes_in_one_transaction_are_kept_together_or_not_at_all(store: SqlStore) -> None:
+    entry = [{"kind": "k", "data": {"n": 1}}]
+    with pytest.raises(RuntimeError), store.one_transaction():
+        store.state_save("h", "user:u", {"n": 1}, time=T0)
+        store.entries_add("a", "s", entry, user_id="u", turn=None, time=T0)
+        raise RuntimeError("the call failed after both writes")
+    assert store.state_load("h", "user:u") == {} and store.entries_list("a", "s") == []
+    with store.one_transaction():
+        store.state_save("h", "user:u", {"n": 2}, time=T0)
+        with store.one_transaction():  # joins the one around it
+            store.entries_add("a", "s", entry, user_id="u", turn=None, time=T0)
+    assert store.state_load("h", "user:u") == {"n": 2}
+    assert [e["data"] for e in store.entries_list("a", "s")] == [{"n": 1}]
