@@ -203,6 +203,15 @@ def test_state_is_saved_only_on_success_and_kept_per_hook_and_scope(
     assert store.state_load(f"state_{lang}:counter2", f"user:state-{lang}") == {"n": 2}
 
 
+def one_hook(tmp_path: Path, lang: str, source: str) -> Engine:
+    """An engine whose agent ``a`` has one script hook ``h`` (close it when done)."""
+    files = {
+        "engine.yaml": "process: test\n",
+        **agent_files("a", {"h": inline_hook("h", lang, source)}),
+    }
+    return Engine.load(write(tmp_path / "config", files), db=str(tmp_path / "s.db"))
+
+
 HALVES = {
     # half of an emoji in a state value, an emit and an entry: each kept with U+FFFD
     "py": "def on_tool_call(event, host):\n    half = '\\ud83d'\n"
@@ -226,14 +235,7 @@ def test_half_a_character_in_a_value_is_kept_whole_and_in_a_key_is_refused(
 ) -> None:
     # A value with a lone surrogate made the store raise a bare UnicodeEncodeError after the
     # state was saved (a failed call that kept its writes); a key with one cannot be stored.
-    root = write(
-        tmp_path / "config",
-        {
-            "engine.yaml": "process: test\n",
-            **agent_files("a", {"h": inline_hook("h", lang, HALVES[lang])}),
-        },
-    )
-    with Engine.load(root, db=str(tmp_path / "s.db")) as engine:
+    with one_hook(tmp_path, lang, HALVES[lang]) as engine:
         agent, scope = engine.agent("a"), {"user_id": "u", "session_id": "s"}
         first = agent.tool_call("ls", **scope)
         assert not first.blocked and first.events == [{"type": "status", "data": {"t": "e\ufffd"}}]
@@ -263,14 +265,7 @@ def test_a_calls_state_and_entries_are_kept_together_or_not_at_all(
     # state stayed (n went 1, 3 instead of 1, 2).
     from engine.errors import StoreError
 
-    root = write(
-        tmp_path / "config",
-        {
-            "engine.yaml": "process: test\n",
-            **agent_files("a", {"h": inline_hook("h", lang, BOTH[lang])}),
-        },
-    )
-    with Engine.load(root, db=str(tmp_path / "s.db")) as engine:
+    with one_hook(tmp_path, lang, BOTH[lang]) as engine:
         agent, scope = engine.agent("a"), {"user_id": "u", "session_id": "s"}
         assert agent.tool_call("ls", **scope).notices == ["n=1"]
         real = engine.store.entries_add

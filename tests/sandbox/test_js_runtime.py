@@ -31,7 +31,9 @@ def load(js: JavaScriptRuntime, key: str, source: str = GUARD) -> None:
     js.prepare()
 
 
-def v2(js: JavaScriptRuntime, key: str, *, source: str | None = None) -> dict[str, object]:
+def v2(
+    js: JavaScriptRuntime, key: str, *, source: str | None = None, event: object = EVENT
+) -> dict[str, object]:
     script: dict[str, object] = {"key": key, "filename": "t.js"}
     if source is not None:
         script["source"] = source
@@ -44,7 +46,7 @@ def v2(js: JavaScriptRuntime, key: str, *, source: str | None = None) -> dict[st
         "config_text": json.dumps(CONFIG),
         "state": {"last": "ls"},
     }
-    answer = js.call_v2(call, json.dumps(EVENT))
+    answer = js.call_v2(call, json.dumps(event))
     js.prepare()
     return json.loads(answer) if isinstance(answer, str) else answer
 
@@ -306,18 +308,7 @@ def test_a_kept_let_or_var_is_rebound_every_call() -> None:
     assert js.compile({**req, "top_level": plan})["once"] == "once"
 
     def call_value(js: JavaScriptRuntime, key: str, name: str) -> object:
-        call = {
-            "function": "on_tool_call",
-            "script": {"key": key, "filename": "t.js"},
-            "limits": LIMITS,
-            "limits_key": "l",
-            "config_key": "c1",
-            "config_text": "{}",
-            "state": {},
-        }
-        answer = js.call_v2(call, json.dumps({"name": name, "input": {}}))
-        js.prepare()
-        answer = json.loads(answer) if isinstance(answer, str) else answer
+        answer = v2(js, key, event={"name": name, "input": {}})
         assert answer["ok"], answer
         return answer["value"]
 
