@@ -79,24 +79,22 @@ def test_a_secret_in_a_tool_result_is_redacted_before_the_model_reads_it(
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_secret_in_a_commands_tool_message_is_redacted(engine: Engine, mode: str) -> None:
-    model = scripted(call("remember", {"note": "n1"}), "Stored.")
+@pytest.mark.parametrize(
+    ("tool", "answer"),
+    [
+        ("remember", "stored n1 with [REDACTED]"),
+        # LangGraph makes a ToolMessage of {"role": "tool", ...}: the model reads it all the same
+        ("remember_dict", "kept n1 with [REDACTED]"),
+    ],
+)
+def test_a_secret_in_a_commands_tool_message_is_redacted(
+    engine: Engine, mode: str, tool: str, answer: str
+) -> None:
+    model = scripted(call(tool, {"note": "n1"}), "Stored.")
     messages, _ = run(engine, model, "remember n1", mode)
     result = next(m for m in messages if isinstance(m, ToolMessage))
-    assert ran == [("remember", {"note": "n1"})]
-    assert result.content == "stored n1 with [REDACTED]"
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_a_secret_in_a_commands_tool_message_written_as_a_dict_is_redacted(
-    engine: Engine, mode: str
-) -> None:
-    # LangGraph makes a ToolMessage of {"role": "tool", ...}: the model reads it all the same.
-    model = scripted(call("remember_dict", {"note": "n2"}), "Stored.")
-    messages, _ = run(engine, model, "remember n2", mode)
-    result = next(m for m in messages if isinstance(m, ToolMessage))
-    assert ran == [("remember_dict", {"note": "n2"})]
-    assert result.content == "kept n2 with [REDACTED]"
+    assert ran == [(tool, {"note": "n1"})]
+    assert result.content == answer
 
 
 def test_tool_messages_are_found_in_every_form_a_command_update_takes() -> None:
