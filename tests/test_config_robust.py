@@ -397,6 +397,27 @@ def test_a_special_file_as_a_script_is_refused_at_the_script_key(
     assert_reported(err, HOOK, 3, "script:")
 
 
+TOOL = """kind: script_tool
+name: t
+description: a tool whose script is not a file
+script: t.py
+input_schema: {type: object}
+"""
+
+
+@pytest.mark.parametrize("case", ["fifo", "dev zero", "folder"])
+def test_a_special_file_as_a_tool_script_is_refused_without_a_hang(
+    demo: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    append(demo, AGENT, "tools: [t]\n")
+    (demo / "agents/demo/tools").mkdir()
+    (demo / "agents/demo/tools/t.yaml").write_text(TOOL)
+    SPECIAL[case](demo / "agents/demo/tools/t.py")  # read for the tool's version too
+    code, err = run_check(demo, capsys)
+    assert code == 2
+    assert_reported(err, "agents/demo/tools/t.yaml", 4, "script:")
+
+
 # -- paths -----------------------------------------------------------------------------------
 
 PATHS = {

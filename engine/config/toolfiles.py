@@ -7,11 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.config.yamlfile import Loc, read_yaml
+from engine.config.yamlfile import ConfigReadError, Loc, read_bytes, read_yaml
 from engine.errors import Problem
 
 FILE_KEYS = ("script", "file", "code_file")
 """Keys of a tool YAML that name a file beside it (script tools, Open WebUI toolkits)."""
+MAX_NAMED_BYTES = 1_000_000
+"""The most of a named file hashed into the version: the largest file a tool kind reads (an
+Open WebUI toolkit); a larger one is its kind's loader's error."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,10 @@ def read_tool_file(
 
 
 def _text(path: Path) -> str:
+    """The named file's text for the version, read as config files are (a FIFO or a device is
+    never opened, the size is capped); "" for a file that cannot be read, which is the kind's
+    loader's error, with its line."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""  # a missing file is the kind's loader's error, with its line
+        return read_bytes(path, MAX_NAMED_BYTES).decode("utf-8", "replace")
+    except ConfigReadError:
+        return ""
