@@ -143,6 +143,19 @@ _CLIENT_CHECKS = (
 """What the MCP client's own result checks say in their ``RuntimeError`` (validate_tool_result)."""
 
 
+def _misfit(exc: RuntimeError) -> str:
+    """Why the client found the upstream's result misfit, without the result's values: the
+    client's own message quotes the value that did not fit (a key, a secret), which no hook
+    has seen. Named by the rule of the schema it breaks (``properties/n/type``)."""
+    error = exc.__cause__
+    if isinstance(error, jsonschema.exceptions.ValidationError):
+        rule = "/".join(str(part) for part in error.schema_path)
+        return f"it breaks the schema's {rule or 'root'} rule"
+    if "Invalid structured content" in str(exc):  # the values may follow: say nothing more
+        return "it does not validate"
+    return str(exc).splitlines()[0]  # the schema's own fault, or no structuredContent
+
+
 class Gateway:
     """One upstream MCP server, fronted by an MCP server whose tool calls an agent decides.
 
@@ -290,9 +303,9 @@ class Gateway:
             except RuntimeError as exc:
                 if not any(check in str(exc) for check in _CLIENT_CHECKS):
                     raise
-                first = str(exc).splitlines()[0]
                 raise UpstreamMisfit(
-                    f"the upstream server's result does not fit the tool's outputSchema ({first})"
+                    f"the upstream server's result does not fit the tool's outputSchema "
+                    f"({_misfit(exc)})"
                 ) from exc
         raise UpstreamSilent(
             f"the upstream server sent no answer to {name!r} for {limit:g} s; "

@@ -9,7 +9,9 @@ Tools: ``echo`` (its arguments as text and as structuredContent; ``n`` is an int
 ``null_result``, ``surrogate`` (a text with a lone surrogate escape), ``wrong_id`` (the answer
 names another id), ``silent`` (never answers), ``meta`` (the secret in the result's _meta),
 ``progress`` (a progress notice whose text holds the secret, then "done"), ``images`` (images
-A and B of the same size and type around a text holding the secret), ``die`` (exits unanswered).
+A and B of the same size and type around a text holding the secret), ``die`` (exits unanswered),
+``misfit`` (structuredContent that does not fit its outputSchema: the secret where an integer
+belongs, and as a key its schema does not allow).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ A = base64.b64encode(b"A" * 10).decode()
 B = base64.b64encode(b"B" * 10).decode()
 
 NAMES = ["echo", "fail", "null_result", "surrogate", "wrong_id", "silent", "meta", "progress"]
-NAMES += ["images", "die"]
+NAMES += ["images", "die", "misfit"]
 INTEGER_N = {"type": "object", "properties": {"n": {"type": "integer"}}}
+ONLY_N = {**INTEGER_N, "additionalProperties": False}
 
 
 def send(message: dict[str, Any] | str) -> None:
@@ -71,6 +74,9 @@ def call(request_id: Any, params: dict[str, Any]) -> None:
         answer(request_id, {"content": blocks})
     elif name == "die":
         sys.exit(3)
+    elif name == "misfit":
+        content = {SECRET: 1} if arguments.get("as_key") else {"n": f"API_KEY={SECRET}"}
+        answer(request_id, {"content": [text("see below")], "structuredContent": content})
 
 
 def main(log_path: str) -> None:
@@ -90,6 +96,7 @@ def main(log_path: str) -> None:
             elif method == "tools/list":
                 tools = [{"name": name, "inputSchema": {"type": "object"}} for name in NAMES]
                 tools[0]["inputSchema"] = INTEGER_N
+                tools[NAMES.index("misfit")]["outputSchema"] = ONLY_N
                 answer(request_id, {"tools": tools})
             elif method == "tools/call":
                 call(request_id, message["params"])

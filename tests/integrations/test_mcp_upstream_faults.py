@@ -137,6 +137,22 @@ def test_an_answer_the_sdk_cannot_read_is_withheld_at_once(call: Calls, name: st
     assert SECRET not in dumped(result)
 
 
+@pytest.mark.parametrize("as_key", [False, True])
+def test_a_result_that_misfits_its_output_schema_is_withheld_without_its_values(
+    call: Calls, as_key: bool
+) -> None:
+    # The client's reason quoted the value that did not fit, which no hook had seen: a
+    # secret in the wrong field reached the model in the withheld notice.
+    result = call("misfit", {"as_key": as_key})
+    assert result.is_error
+    assert said(result).startswith(
+        "hookengine: the tool's result was withheld: "
+        "the upstream server's result does not fit the tool's outputSchema"
+    )
+    assert SECRET not in dumped(result)
+    assert call("echo", {"n": 1}).structured_content == {"n": 1}  # the gateway goes on
+
+
 @pytest.fixture
 def short_limit(tmp_path: Path) -> Iterator[tuple[Gateway, Path]]:
     """A gateway in process whose upstream calls may wait one second, and its upstream's log."""
