@@ -142,12 +142,22 @@ def test_a_recursive_alias_is_refused_at_its_line(
     assert_reported(err, rel, line, "recursive alias")
 
 
+def alias_nest(outer: int, inner: int) -> str:
+    """An anchor ``inner`` lists deep, and its alias inside ``outer`` lists (below the root)."""
+    return f"a: &a {'[' * inner}1{']' * inner}\nb: {'[' * outer}*a{']' * outer}\n"
+
+
 DEEP = {
     "flow lists": "x: " + "[" * 1000 + "]" * 1000 + "\n",
     "flow mappings": "x: " + "{a: " * 700 + "1" + "}" * 700 + "\n",
     "block mappings": "".join("  " * i + f"k{i}:\n" for i in range(200)) + "  " * 200 + "v\n",
     "block lists": "x:\n" + "".join("  " * i + "-\n" for i in range(1, 120)),
     "just past the limit": "x: " + "[" * (yamlfile.MAX_DEPTH + 1) + "]" * (yamlfile.MAX_DEPTH + 1),
+    "an alias one level past the limit": alias_nest(32, 32),
+    "a chain of aliases": "".join(  # each nests the one before 62 levels deeper
+        f"a{k}: &a{k} " + "[" * 62 + (f"*a{k - 1}" if k else "1") + "]" * 62 + "\n"
+        for k in range(16)
+    ),
 }
 
 
@@ -158,7 +168,16 @@ def test_nesting_past_the_depth_limit_is_refused(
     (demo / "engine.yaml").write_text(DEEP[case])
     code, err = run_check(demo, capsys)
     assert code == 2
-    assert_reported(err, "engine.yaml", None, "nest")
+    assert_reported(err, "engine.yaml", None, "levels deep")  # the tmp path says "nest"
+
+
+def test_an_alias_nesting_within_the_limit_is_read_and_validated_as_usual(demo: Path) -> None:
+    (demo / "engine.yaml").write_text(alias_nest(31, 32))  # 1 + 31 + 32 levels
+    found = problems_of(demo)
+    assert [p.split("engine.yaml:")[1][:30] for p in found] == [
+        "1: a: unknown field 'a' (field",
+        "2: b: unknown field 'b' (field",
+    ]
 
 
 def test_nesting_within_the_limit_is_read_and_validated_as_usual(demo: Path) -> None:

@@ -3,7 +3,8 @@
 Every config file is read the same bounded way, so no input crashes, hangs or balloons the
 loader: the path must name a regular file (stat before open, so a FIFO or a device is never
 opened; the opened file is checked again) of at most MAX_CONFIG_BYTES of UTF-8 text. The YAML is
-composed from libyaml's events by our own loop, which refuses nesting past MAX_DEPTH, an alias
+composed from libyaml's events by our own loop, which refuses nesting past MAX_DEPTH (an alias
+counted as the levels it stands for, so a chain of aliases cannot nest deeper either), an alias
 inside its own anchor (a recursive alias), and more than MAX_VALUES values, each alias counted
 as the values it stands for (so a "billion laughs" stops at its first alias past the budget).
 Anything wrong is a Problem naming the file and, where one exists, the line.
@@ -173,6 +174,8 @@ class _Composer:
     def __init__(self) -> None:
         self.anchors: dict[str, yaml.Node] = {}
         self.sizes: dict[int, int] = {}
+        self.heights: dict[int, int] = {}
+        """The levels of lists and mappings each collection holds, itself included."""
         self.values = 0
         self.open_anchors: set[str] = set()
         self.resolver = Resolver()
@@ -204,7 +207,7 @@ class _Composer:
 
     def _node(self, event: yaml.Event, stack: list[tuple[yaml.Node, str | None]]) -> Any:
         if isinstance(event, yaml.AliasEvent):
-            return self._alias(event)
+            return self._alias(event, len(stack))
         if isinstance(event, yaml.ScalarEvent):
             return self._count(event, self._scalar(event))
         if isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent):
@@ -213,13 +216,14 @@ class _Composer:
             node, anchor = stack.pop()
             node.end_mark = event.end_mark
             self.sizes[id(node)] = 1 + sum(self._size(n) for n in _children(node))
+            self.heights[id(node)] = 1 + max(map(self._height, _children(node)), default=0)
             if anchor:
                 self.open_anchors.discard(anchor)
                 self.anchors[anchor] = node
             return node
         return None
 
-    def _alias(self, event: yaml.AliasEvent) -> yaml.Node:
+    def _alias(self, event: yaml.AliasEvent, depth: int) -> yaml.Node:
         line = _line(event)
         name = event.anchor or ""
         if name in self.open_anchors:
@@ -227,6 +231,12 @@ class _Composer:
         if name not in self.anchors:
             raise ConfigReadError(f"alias *{name} names no anchor defined before it", line)
         node = self.anchors[name]
+        if depth + self._height(node) > MAX_DEPTH:
+            raise ConfigReadError(
+                f"nested more than {MAX_DEPTH} levels deep (at *{name}, counting the levels "
+                "it stands for)",
+                line,
+            )
         self.values += self._size(node)
         if self.values > MAX_VALUES:
             raise ConfigReadError(
@@ -272,6 +282,9 @@ class _Composer:
 
     def _size(self, node: yaml.Node) -> int:
         return self.sizes.get(id(node), 1)
+
+    def _height(self, node: yaml.Node) -> int:
+        return self.heights.get(id(node), 0)
 
     def _attach(self, node: yaml.Node, stack: list[tuple[yaml.Node, str | None]]) -> Any:
         if not stack:
