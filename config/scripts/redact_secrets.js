@@ -4,12 +4,16 @@
 //
 // Each string is first normalised, the same way as redact_secrets.py:
 //   1. escapes \uXXXX and \xHH are decoded (a JSON-escaped "sk\u002dproj-..." reads sk-proj-);
+//      \n, \r and \t are marked as breaks between words (in JSON written as text, a key at
+//      the start of a line follows the letter n, and would not start a word), and are put
+//      back as they were written;
 //   2. compatibility characters are folded: fullwidth ASCII (U+FF01-FF5E) to ASCII, dashes and
 //      minus signs to "-", unusual spaces to " "; zero-width, bidi controls and soft hyphens
 //      are dropped.
 // A string that needs no folding is redacted as it is. A string that does, and that holds a
 // secret, is returned folded with the secrets replaced (the hiding characters go with them);
-// one that holds no secret is returned unchanged.
+// one that holds no secret is returned unchanged. Keys of objects are redacted like strings
+// (two keys redacted alike stay apart: "[REDACTED]", "[REDACTED] 2").
 
 const DIGITS = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
 // [words, pattern]: a pattern runs only on a string whose lower-cased text holds one of
@@ -37,6 +41,7 @@ const DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\uFE58\uFE63";
 const SPACES = "\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200A" +
   "\u202F\u205F\u3000";
 const HEX = "0123456789abcdefABCDEF";
+const SHORT = { n: "\u0001", r: "\u0002", t: "\u0003" };  // a mark no word goes on through
 
 function isHex(text) {
   for (var i = 0; i < text.length; i++) {
@@ -50,11 +55,13 @@ function decodeEscapes(text) {
   var parts = text.split("\\");
   var out = [parts[0]];
   for (var i = 1; i < parts.length; i++) {
-    var part = parts[i];
-    var size = part.charAt(0) === "u" ? 4 : (part.charAt(0) === "x" ? 2 : 0);
+    var part = parts[i], first = part.charAt(0);
+    var size = first === "u" ? 4 : (first === "x" ? 2 : 0);
     var digits = part.substr(1, size);
     if (size > 0 && digits.length === size && isHex(digits)) {
       out.push(String.fromCharCode(parseInt(digits, 16)) + part.substr(1 + size));
+    } else if (SHORT.hasOwnProperty(first)) {
+      out.push("\\" + SHORT[first] + part.substr(1));
     } else {
       out.push("\\" + part);
     }
@@ -98,31 +105,48 @@ function scrub(text, host) {
   var active = patterns(folded, host);
   if (active.length === 0) { return text; }
   var redacted = host.redact(folded, active, replacement);
-  return redacted === folded ? text : redacted;
+  return redacted === folded ? text : unmarked(redacted);
 }
 
-function clean(value, host) {
+function unmarked(text) {
+  Object.keys(SHORT).forEach(function (letter) {
+    text = text.split("\\" + SHORT[letter]).join("\\" + letter);
+  });
+  return text;
+}
+
+// keys: each key scrubbed so far (rows of a result repeat theirs), a Map of key to its text.
+function clean(value, host, keys) {
   if (typeof value === "string") {
     return scrub(value, host);
   }
   if (Array.isArray(value)) {
-    return value.map(function (item) { return clean(item, host); });
+    return value.map(function (item) { return clean(item, host, keys); });
   }
   if (value !== null && typeof value === "object") {
-    var out = {};
-    Object.keys(value).forEach(function (k) { out[k] = clean(value[k], host); });
+    var out = Object.create(null);  // a key may be "toString" or "__proto__"
+    Object.keys(value).forEach(function (k) {
+      if (!keys.has(k)) { keys.set(k, scrub(k, host)); }
+      out[unique(keys.get(k), out)] = clean(value[k], host, keys);
+    });
     return out;
   }
   return value;
 }
 
+function unique(key, taken) {
+  var name = key;
+  for (var n = 2; Object.prototype.hasOwnProperty.call(taken, name); n++) { name = key + " " + n; }
+  return name;
+}
+
 function on_before_assistant_message(event, host) {
-  var answer = clean(event.answer, host);
+  var answer = clean(event.answer, host, new Map());
   return answer === event.answer ? null : { answer: answer };
 }
 
 function on_tool_result(event, host) {
-  var result = clean(event.result, host);
+  var result = clean(event.result, host, new Map());
   if (JSON.stringify(result) === JSON.stringify(event.result)) {
     return null;
   }

@@ -4,12 +4,16 @@
 #
 # Each string is first normalised, the same way as redact_secrets.js:
 #   1. escapes \uXXXX and \xHH are decoded (a JSON-escaped "sk\u002dproj-..." reads sk-proj-);
+#      \n, \r and \t are marked as breaks between words (in JSON written as text, a key at
+#      the start of a line follows the letter n, and would not start a word), and are put
+#      back as they were written;
 #   2. compatibility characters are folded: fullwidth ASCII (U+FF01-FF5E) to ASCII, dashes and
 #      minus signs to "-", unusual spaces to " "; zero-width, bidi controls and soft hyphens
 #      are dropped.
 # A string that needs no folding is redacted as it is. A string that does, and that holds a
 # secret, is returned folded with the secrets replaced (the hiding characters go with them);
-# one that holds no secret is returned unchanged.
+# one that holds no secret is returned unchanged. Keys of dicts are redacted like strings
+# (two keys redacted alike stay apart: "[REDACTED]", "[REDACTED] 2").
 
 DIGITS = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"]
 # (words, pattern): a pattern runs only on a string whose lower-cased text holds one of
@@ -53,6 +57,7 @@ SPACES = (
     "\u202f\u205f\u3000"
 )
 HEX = "0123456789abcdefABCDEF"
+SHORT = {"n": "\x01", "r": "\x02", "t": "\x03"}  # a mark no word goes on through
 
 
 def is_hex(text):
@@ -69,6 +74,8 @@ def decode_escapes(text):
         digits = part[1 : 1 + size]
         if size and len(digits) == size and is_hex(digits):
             out.append(chr(int(digits, 16)) + part[1 + size :])
+        elif part[:1] in SHORT:
+            out.append("\\" + SHORT[part[:1]] + part[1:])
         else:
             out.append("\\" + part)
     return "".join(out)
@@ -109,26 +116,51 @@ def scrub(text, host):
     if not active:
         return text
     redacted = host.redact(folded, active, replacement)
-    return text if redacted == folded else redacted
+    return text if redacted == folded else unmarked(redacted)
 
 
-def clean(value, host):
+def unmarked(text):
+    for letter, mark in SHORT.items():
+        text = text.replace("\\" + mark, "\\" + letter)
+    return text
+
+
+# keys: each key scrubbed so far (rows of a result repeat theirs), key to its text.
+def clean(value, host, keys):
     if isinstance(value, str):
         return scrub(value, host)
     if isinstance(value, list):
-        return [clean(item, host) for item in value]
+        return [clean(item, host, keys) for item in value]
     if isinstance(value, dict):
-        return {k: clean(v, host) for k, v in value.items()}
+        if all(key_text(k, host, keys) == k for k in value):
+            return {k: clean(v, host, keys) for k, v in value.items()}
+        out = {}
+        for k, v in value.items():
+            out[unique(key_text(k, host, keys), out)] = clean(v, host, keys)
+        return out
     return value
 
 
+def key_text(key, host, keys):
+    if key not in keys:
+        keys[key] = scrub(key, host)
+    return keys[key]
+
+
+def unique(key, taken):
+    name, n = key, 2
+    while name in taken:
+        name, n = key + " " + str(n), n + 1
+    return name
+
+
 def on_before_assistant_message(event, host):
-    answer = clean(event["answer"], host)
+    answer = clean(event["answer"], host, {})
     return None if answer == event["answer"] else {"answer": answer}
 
 
 def on_tool_result(event, host):
-    result = clean(event["result"], host)
+    result = clean(event["result"], host, {})
     if result == event["result"]:
         return None
     host.emit({"type": "status", "data": {"description": "secrets redacted from " + event["name"]}})
