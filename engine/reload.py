@@ -42,8 +42,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("engine.reload")
 
-WATCHED_SUFFIXES = (".yaml", ".yml", ".js", ".py")
-
 CLOSE_WAIT_S = 2.0
 """How long ``close()`` waits for the watcher thread, then for a reload in progress."""
 
@@ -326,12 +324,14 @@ class Reloader:
             files = (
                 set(spec.files)
                 | files_of(spec.hooks)
-                | wanted_files(spec.folder, spec.folder / "agent.yaml")
+                | wanted_files(spec.folder, spec.folder / "agent.yaml", root=self.root)
             )
             found.update(dict.fromkeys(files, name))
             # a session's own hooks (engine/session.py) reload with their agent
             found.update(dict.fromkeys(self.engine.agent(name).sessions.files(), name))
-        host = files_of(self.host_specs) | wanted_files(self.root, self.root / "engine.yaml")
+        host = files_of(self.host_specs) | wanted_files(
+            self.root, self.root / "engine.yaml", root=self.root
+        )
         found.update(dict.fromkeys(host, None))
         return found
 
@@ -350,12 +350,12 @@ class Reloader:
     def handle(self, paths: set[Path]) -> list[ReloadEvent]:
         """Reload what ``paths`` (changed files) touch: the host layer (and so every agent), or
         only the agents they belong to."""
-        relevant = {p for p in paths if p.suffix in WATCHED_SUFFIXES}
+        owners = self.watched_files()
+        relevant = {p for p in paths if p in owners}  # a watched symlink to a folder: no suffix
         if not relevant:
             return []
-        owners = self.watched_files()
-        touched = {owners[p] for p in relevant if p in owners}
-        files = tuple(sorted(shown(p) for p in relevant if p in owners))
+        touched = {owners[p] for p in relevant}
+        files = tuple(sorted(shown(p) for p in relevant))
         if None in touched:
             return self.reload_host(files)
         return [self._reload_guarded(n, files) for n in sorted(t for t in touched if t)]

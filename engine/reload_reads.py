@@ -132,10 +132,28 @@ def read_host(root: Path) -> tuple[Any, tuple[HookSpec, ...]]:
     return settings, tuple(specs)
 
 
-def wanted_files(folder: Path, owner: Path) -> set[Path]:
+def wanted_files(folder: Path, owner: Path, *, root: Path) -> set[Path]:
     """Files ``owner`` (agent.yaml / engine.yaml) asks for, read loosely: even when invalid, its
-    hook files and their scripts are watched so that creating them is noticed."""
-    return {_resolved(p) for p in _wanted(folder, owner)}
+    hook files and their scripts are watched so that creating them is noticed. A symlink on
+    the way to one inside ``root`` is watched too: re-pointing it (``ln -sfn``, a deploy's
+    swap) changes what the file reads while the file it pointed to stays as it was."""
+    wanted = _wanted(folder, owner)
+    return {_resolved(p) for p in wanted}.union(*(_links(p, root) for p in wanted))
+
+
+def _links(path: Path, root: Path) -> set[Path]:
+    """The symlinks among ``path`` and the folders it lies in below ``root``, each as the
+    watcher names it (its folder resolved, its own name kept)."""
+    found = set()
+    for part in (path, *path.parents):
+        if part == root or not part.is_relative_to(root):
+            break
+        try:
+            if part.is_symlink():
+                found.add(_resolved(part.parent) / part.name)
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def _wanted(folder: Path, owner: Path) -> set[Path]:

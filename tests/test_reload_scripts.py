@@ -143,3 +143,86 @@ def test_a_script_flipping_under_concurrent_load_never_mixes_versions(
     for version, reason in seen:
         assert version in expected, f"a version no YAML and script on disk make: {version}"
         assert reason == expected[version], (version, reason)
+
+
+def relink(link: Path, target: str) -> None:
+    """Point ``link`` at ``target`` in one step, as ``ln -sfn`` and deploy tools do."""
+    fresh = link.with_name(link.name + ".new")
+    fresh.symlink_to(target)
+    fresh.replace(link)
+
+
+GUARD_YAML = "kind: script_hook\nname: guard\nscript: ../../../{script}\n"
+SWAPS: dict[str, tuple[dict[str, str], dict[str, str], str, str]] = {
+    # files, symlinks made at the start (link: target), the link re-pointed, its new target
+    "a script symlink": (
+        {"agents/a/hooks/guard.yaml": GUARD_YAML.format(script="scripts/guard.js")},
+        {"scripts/guard.js": "allow.js"},
+        "scripts/guard.js",
+        "block.js",
+    ),
+    "a hook file symlink": (
+        {
+            "agents/a/hooks/v1.yaml": GUARD_YAML.format(script="scripts/allow.js"),
+            "agents/a/hooks/v2.yaml": GUARD_YAML.format(script="scripts/block.js"),
+        },
+        {"agents/a/hooks/guard.yaml": "v1.yaml"},
+        "agents/a/hooks/guard.yaml",
+        "v2.yaml",
+    ),
+    "a symlink to the scripts' folder": (
+        {
+            "agents/a/hooks/guard.yaml": GUARD_YAML.format(script="live/guard.js"),
+            "release1/guard.js": ALLOW["js"],
+            "release2/guard.js": BLOCK["js"],
+        },
+        {"live": "release1"},
+        "live",
+        "release2",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(SWAPS))
+def test_re_pointing_a_symlink_on_the_way_to_a_hook_file_goes_live(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine], case: str
+) -> None:
+    files, links, swapped, target = SWAPS[case]
+    root = project(
+        {
+            "engine.yaml": "process: p\n",
+            "agents/a/agent.yaml": "hooks: [guard]\n",
+            "scripts/allow.js": ALLOW["js"],
+            "scripts/block.js": BLOCK["js"],
+            **files,
+        }
+    )
+    for link, to in links.items():
+        (root / link).symlink_to(to)
+    engine = load(root, watch=True)
+    agent = engine.agent("a")
+    assert not agent.tool_call("shell", {}).blocked
+
+    relink(root / swapped, target)  # the file it pointed to is left as it was
+    wait_until(lambda: agent.tool_call("shell", {}).blocked, timeout=LOADED_S)
+    assert engine.status()["agents"]["a"]["generation"] == 1
+
+
+def test_editing_a_hook_file_named_without_a_yaml_suffix_goes_live(
+    project: Callable[[dict[str, str]], Path], load: Callable[..., Engine]
+) -> None:
+    root = project(
+        {
+            "agents/a/agent.yaml": "hook_files: [hooks/guard.hook]\n",
+            "agents/a/hooks/guard.hook": "kind: script_hook\nname: guard\nscript: allow.js\n",
+            "agents/a/hooks/allow.js": ALLOW["js"],
+            "agents/a/hooks/block.js": BLOCK["js"],
+        }
+    )
+    engine = load(root, watch=True)
+    agent = engine.agent("a")
+    assert not agent.tool_call("shell", {}).blocked
+    (root / "agents/a/hooks/guard.hook").write_text(
+        "kind: script_hook\nname: guard\nscript: block.js\n"
+    )
+    wait_until(lambda: agent.tool_call("shell", {}).blocked, timeout=LOADED_S)
