@@ -65,7 +65,13 @@ def unknown_field(word: str, choices: list[str] | tuple[str, ...]) -> tuple[str,
     """The message and hint for an unknown field ``word`` among ``choices``."""
     close = did_you_mean(word, choices)
     hint = f"did you mean {close!r}?" if close else f"fields: {', '.join(choices)}"
-    return f"unknown field {word!r}", hint
+    return f"unknown field {shortened(word)!r}", hint
+
+
+def shortened(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters with a mark: a key or value of the author's shown in
+    a message (a 250 kB key would otherwise fill the error, the log and ``status()``)."""
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
 _KINDS = {
@@ -196,6 +202,10 @@ def _value(value: Any, names: dict[str, str]) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+MAX_FIELD_CHARS = 200
+"""The longest ``Problem.field`` shown; a longer key path is cut with a mark."""
+
+
 class EngineError(Exception):
     """Base class of every error the engine raises on purpose."""
 
@@ -210,6 +220,11 @@ class Problem:
     message: str
     hint: str | None = None
     column: int | None = None
+
+    def __post_init__(self) -> None:
+        # a field is the author's key path: bounded, however long a key they wrote
+        if self.field is not None and len(self.field) > MAX_FIELD_CHARS:
+            object.__setattr__(self, "field", shortened(self.field, MAX_FIELD_CHARS))
 
     def __str__(self) -> str:
         where = self.path

@@ -437,6 +437,42 @@ def test_a_special_file_as_a_tool_script_is_refused_without_a_hang(
     assert_reported(err, "agents/demo/tools/t.yaml", 4, "script:")
 
 
+# -- huge keys and values in messages ---------------------------------------------------------
+
+LONG = "k" * 120_000
+KEY = "k" * 1000  # YAML's longest key: a longer one is a syntax error at the key
+HUGE = {
+    # the text appended to the hook file, and its problem's line past the file's last
+    "an unknown key": (f"{KEY}: 1\n", 1),
+    "a duplicate key": (f"{KEY}: 1\n{KEY}: 2\n", 2),
+    "a key too long for YAML": (f"{LONG}: 1\n", 1),
+    "a script path": (None, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HUGE))
+def test_a_huge_key_or_path_is_shown_cut_in_its_problem(
+    demo: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text, past = HUGE[case]
+    line = 3 if past is None else line_count(demo, HOOK) + past
+    if text is None:
+        hook = (demo / HOOK).read_text().replace("no_deletes.js", f"{LONG}.js")
+        (demo / HOOK).write_text(hook)
+    else:
+        append(demo, HOOK, text)
+    code, err = run_check(demo, capsys)
+    assert code == 2
+    assert_reported(err, HOOK, line, "kkk…")
+    assert len(err) < 1_000
+
+
+def test_an_unknown_kind_of_huge_text_is_shown_cut(demo: Path) -> None:
+    (demo / HOOK).write_text(f"kind: {LONG}\nname: no_deletes\n")
+    (problem,) = problems_of(demo)
+    assert ":1: kind: unknown kind 'kkk" in problem and len(problem) < 500
+
+
 # -- paths -----------------------------------------------------------------------------------
 
 PATHS = {

@@ -24,7 +24,7 @@ from engine.config.models import (
 from engine.config.scriptfile import ScriptRef, read_script
 from engine.config.toolfiles import ToolFile, read_tool_file
 from engine.config.yamlfile import Loc, YamlDoc, dotted, os_reason, read_yaml
-from engine.errors import ConfigError, Problem, fix_for, phrase, unknown_field
+from engine.errors import ConfigError, Problem, fix_for, phrase, shortened, unknown_field
 from engine.points import suggest
 
 Layer = Literal["agent", "host"]
@@ -239,7 +239,8 @@ def load_hook_file(
         close = suggest(str(kind), list(KINDS))
         hint = f"did you mean {close!r}?" if close else f"one of: {', '.join(KINDS)}"
         line = doc.line_of(("kind",))
-        return None, [Problem(shown, line, "kind", f"unknown kind {kind!r}", hint)]
+        shown_kind = shortened(kind) if isinstance(kind, str) else kind
+        return None, [Problem(shown, line, "kind", f"unknown kind {shown_kind!r}", hint)]
     model = KINDS[kind]
     config, problems = validate(model, doc, shown)
     if config is None:

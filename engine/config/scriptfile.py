@@ -52,7 +52,8 @@ def read_script(
         target = _resolve(hook_path.parent, name, root.resolve())
         return target, _read(target, tool=tool), []
     except ScriptFileError as exc:
-        return None, None, [ref.problem(f"{name!r}: {exc.message}", exc.hint)]
+        named = name if len(name) <= 200 else f"{name[:90]}…{name[-90:]}"  # as show() cuts
+        return None, None, [ref.problem(f"{named!r}: {exc.message}", exc.hint)]
 
 
 def _resolve(folder: Path, name: str, root: Path) -> Path:
