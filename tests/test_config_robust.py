@@ -437,6 +437,46 @@ def test_a_special_file_as_a_tool_script_is_refused_without_a_hang(
     assert_reported(err, "agents/demo/tools/t.yaml", 4, "script:")
 
 
+# -- a script's config: JSON data only ---------------------------------------------------------
+
+NOT_JSON = {
+    # the config's lines, the field named, and the problem's line past the file's first config
+    "an unquoted date": ("  since: 2024-01-31\n", "config.since", "the date '2024-01-31'"),
+    "a timestamp in a list": ("  at: [1, 2001-12-14t21:59:43Z]\n", "config.at[1]", "the date"),
+    "binary data": ("  blob: !!binary AAAA\n", "config.blob", "binary data"),
+    "a set": ("  names: !!set {a, b}\n", "config.names", "a set"),
+    "NaN": ("  deep: {ratio: .nan}\n", "config.deep.ratio", "nan"),
+    "infinity": ("  top: -.inf\n", "config.top", "inf"),
+    "a date as a key": ("  by_day: {2024-01-31: 1}\n", "config.by_day.2024-01-31", "the date"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_JSON))
+def test_a_script_config_value_that_is_not_json_is_refused_at_its_key(
+    demo: Path, case: str
+) -> None:
+    lines, field, words = NOT_JSON[case]
+    hook = (demo / HOOK).read_text()
+    (demo / HOOK).write_text(hook.replace("config:\n", "config:\n" + lines, 1))
+    line = hook.splitlines().index("config:") + 2
+    (problem,) = problems_of(demo)
+    assert f"no_deletes.yaml:{line}: {field}: must be JSON data" in problem
+    assert words in problem
+
+
+def test_a_reload_with_a_date_in_a_script_config_keeps_the_last_good_version(
+    demo: Path,
+) -> None:
+    with Engine.load(demo, records=False, db=":memory:") as engine:
+        hook = (demo / HOOK).read_text()
+        (demo / HOOK).write_text(hook.replace("config:\n", "config:\n  since: 2024-01-31\n"))
+        assert not engine.reload_agent("demo")
+        assert "config.since" in str(engine.status()["agents"]["demo"]["error"])
+        agent = engine.agent("demo")
+        assert agent.tool_call("delete_file", {"path": "a"}, user_id="u1").blocked
+        assert not agent.tool_call("read_file", {"path": "a"}, user_id="u1").blocked
+
+
 # -- huge keys and values in messages ---------------------------------------------------------
 
 LONG = "k" * 120_000

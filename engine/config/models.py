@@ -11,6 +11,8 @@ source once per model: a third of the time it takes to import).
 
 from __future__ import annotations
 
+import datetime
+import math
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -52,6 +54,60 @@ Int = Annotated[int, _no_bool("int_type")]
 """A whole number of the config; never a boolean."""
 Float = Annotated[float, _no_bool("float_type")]
 """A number of the config; never a boolean."""
+
+Loc = tuple[str | int, ...]
+
+
+def _json_data(config: dict[str, Any]) -> dict[str, Any]:
+    """Refuse, at its own key, a value a script cannot be given: ``host.config`` reaches the
+    script as JSON, so a date, binary data, a set or a NaN would load and fail every call."""
+    bad = _not_json(config, ())
+    if bad is None:
+        return config
+    loc, value = bad
+    error = PydanticCustomError(
+        "json_data",
+        "must be JSON data (text, a number, true or false, null, a list or a mapping), as the "
+        "script is given it; got {got}",
+        {"got": _described(value)},
+    )
+    raise ValidationError.from_exception_data(
+        "config", [InitErrorDetails(type=error, loc=loc, input=value)]
+    )
+
+
+def _not_json(value: Any, loc: Loc) -> tuple[Loc, Any] | None:
+    """The first place in ``value`` that is not JSON data, and what is there."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str | int | float | bool | None):
+                return (*loc, str(key)), key
+            found = _not_json(item, (*loc, key if isinstance(key, str | int) else str(key)))
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, list | tuple):  # a tuple of the Python API is sent as a list
+        found_items = (_not_json(item, (*loc, i)) for i, item in enumerate(value))
+        return next((found for found in found_items if found is not None), None)
+    if isinstance(value, float) and not math.isfinite(value):
+        return loc, value
+    return None if value is None or isinstance(value, str | int | float) else (loc, value)
+
+
+def _described(value: Any) -> str:
+    if isinstance(value, datetime.date):
+        return f"the date {value.isoformat()!r} (put it in quotes to give it as text)"
+    if isinstance(value, bytes):
+        return "binary data (!!binary)"
+    if isinstance(value, set):
+        return "a set (!!set); write a list"
+    if isinstance(value, float):
+        return f"{value} (JSON has no NaN or infinity)"
+    return type(value).__name__
+
+
+JsonConfig = Annotated[dict[str, Any], AfterValidator(_json_data)]
+"""A script's ``config:`` (its ``host.config``): a mapping of JSON data."""
 
 
 # -- hook tests --------------------------------------------------------------------------------
@@ -333,7 +389,7 @@ class ScriptHookConfig(HookBase):
     memory_mb: Int | None = Field(default=None, gt=0, le=4096)
     """Memory budget; default from engine.yaml (scripts.memory_mb), at most
     scripts.max_memory_mb."""
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: JsonConfig = Field(default_factory=dict)
     """The script's settings, shown to it as ``host.config``."""
 
     default_on_error: ClassVar[OnError] = OnError.FAIL

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.config.loader import show
-from engine.config.models import Int
+from engine.config.models import Int, JsonConfig
 from engine.config.scriptfile import ScriptRef, read_script
 from engine.errors import Problem, ScriptCompileError, ScriptError, fix_for, phrase, unknown_field
 from engine.sandbox import CompiledScript, Language, Limits
@@ -71,7 +71,7 @@ class ScriptToolConfig(BaseModel):
     """The call's time limit (default: engine.yaml ``scripts.timeout_ms``)."""
     memory_mb: Int | None = Field(default=None, gt=0)
     """The script's memory (default: engine.yaml ``scripts.memory_mb``)."""
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: JsonConfig = Field(default_factory=dict)
     """Values the script reads as ``host.config``."""
 
     @model_validator(mode="after")

@@ -127,6 +127,7 @@ def test_a_kind_whose_module_is_missing_is_a_clear_load_error(
         ({"timeout_ms": "0"}, "timeout_ms:"),
         ({"timeout_ms": "99999"}, "above the operator's ceiling"),
         ({"source": "x"}, "exactly one of script: (a file) or source:"),
+        ({"config": "{since: 2024-01-31}"}, "config.since: must be JSON data"),
     ],
 )
 def test_bad_script_tool_fields_are_errors_naming_the_field(
