@@ -20,6 +20,25 @@ from engine.store import open_store
 REPO = Path(__file__).resolve().parent.parent
 
 
+def _escaped(text: str) -> str:
+    """``text`` with lone surrogates written as escapes (what pytest-xdist can send)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Many tests feed the engine lone surrogates, and its logs and a failure's message may
+    carry them: a report goes between pytest-xdist's processes as UTF-8, so they are escaped
+    in the captured sections and in a failure's text (a run without xdist shows the same)."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    report.sections = [(name, _escaped(text)) for name, text in report.sections]
+    if report.failed and not isinstance(report.longrepr, tuple):
+        text = str(report.longrepr)
+        if _escaped(text) != text:
+            report.longrepr = _escaped(text)
+
+
 def write(root: Path, files: dict[str, str]) -> Path:
     """Write ``{relative path: text}`` under ``root`` (text dedented) and return root."""
     for rel, text in files.items():
