@@ -7,6 +7,7 @@ character a match can start with) are held to the same answers, on ASCII and oth
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -285,3 +286,143 @@ def test_the_secret_patterns_redact_as_python_does(runtime: JavaScriptRuntime, t
     got = engine_redact(runtime, text, patterns)
     assert got == expected
     assert (got == text) is (text.startswith("no secrets"))
+
+
+# -- a pattern a backtracking search runs in linear time goes to a native expression ------------
+
+
+NATIVE_LINE = 'p.native = nativeOf(ast, ci, "y");'
+
+
+def _regex_engines() -> tuple[Any, Any]:
+    """The pattern engine twice, each in a context of its own: as it is, and with no native
+    expression for any pattern (every search through the program)."""
+    from pathlib import Path
+
+    import _quickjs
+
+    source = (Path(__file__).parents[2] / "engine" / "sandbox" / "js" / "regex.js").read_text(
+        encoding="utf-8"
+    )
+    assert source.count(NATIVE_LINE) == 1
+    engines = []
+    for text in (source, source.replace(NATIVE_LINE, "p.native = null;")):
+        ctx = _quickjs.Context()
+        ctx.set("E", ctx.eval(text))
+        engines.append(ctx)
+    return engines[0], engines[1]
+
+
+NATIVE, PROGRAM = _regex_engines()
+
+
+def _both(op: str, *args: Any) -> tuple[Any, Any]:
+    call = f"JSON.stringify(E.{op}(" + ", ".join(json.dumps(a) for a in args) + "))"
+    return json.loads(NATIVE.eval(call)), json.loads(PROGRAM.eval(call))
+
+
+def _native(pattern: str) -> bool:
+    return bool(NATIVE.eval(f"E.compile({json.dumps(pattern)}).native !== null"))
+
+
+def _bounded_pattern(depth: int = 0) -> st.SearchStrategy[tuple[str, str]]:
+    """Patterns whose repetitions are bounded (what goes native), an unbounded class at the
+    end now and then, and groups that can match the empty text (which do not go native)."""
+    atom = _atom() if depth >= 2 else st.one_of(_atom(), _bounded_group(depth))
+    repeated = st.tuples(
+        atom, st.sampled_from(["", "", "?", "??", "{2}", "{1,3}", "{0,2}", "{1,2}?"])
+    ).map(lambda t: _repeat(t[0], t[1]))
+    concat = st.lists(repeated, min_size=1, max_size=4).map(
+        lambda parts: ("".join(p[0] for p in parts), "".join(p[1] for p in parts))
+    )
+    tail = st.sampled_from(["", "", "[ab]+", "\\w{2,}", "[^ ]*?", "a{1,}"]).map(lambda s: (s, s))
+    alts = st.lists(concat, min_size=1, max_size=3).map(
+        lambda alts: ("|".join(a[0] for a in alts), "|".join(a[1] for a in alts))
+    )
+    return st.tuples(alts, tail).map(
+        lambda t: (f"(?:{t[0][0]}){t[1][0]}", f"(?:{t[0][1]}){t[1][1]}") if t[1][0] else t[0]
+    )
+
+
+def _bounded_group(depth: int) -> st.SearchStrategy[tuple[str, str]]:
+    return st.deferred(lambda: _bounded_pattern(depth + 1)).map(
+        lambda p: (f"(?:{p[0]})", f"(?:{p[1]})")
+    )
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pattern=_bounded_pattern(),
+    text=st.text(alphabet=WIDE_ALPHABET + "\r\u2028KÉ\u212a", max_size=24),
+    ci=st.booleans(),
+)
+def test_the_native_expression_finds_what_the_program_finds(
+    pattern: tuple[str, str], text: str, ci: bool
+) -> None:
+    ours = ("(?i)" if ci else "") + pattern[0]
+    text = text.replace("a", "A", 1) if ci else text
+    native, program = _both("match", ours, text)
+    assert native is program
+    native, program = _both("redact", text, [ours], "#")
+    assert native == program
+    if not ci:
+        assert native == _redacted(_python(pattern[1]), text, "#")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "found"),
+    [
+        ("a.b", "a\rb", True),  # a native . would not read \r, \u2028 nor \u2029
+        ("a.b", "a\u2028b", True),
+        ("a.b", "a\nb", False),
+        ("(?i)xé", "XÉ", False),  # case folding is ASCII only; a native i flag folds é
+        ("(?i)xk", "X\u212a", False),
+        ("(?i)xk", "XK", True),
+        ("x\\s", "x\u00a0", False),  # \s is ASCII: a native one reads no-break spaces
+        ("x\\S", "x\u00a0", True),
+        ("x\\d", "x\u0663", False),
+        ("\\bé", " é", False),  # é is no word character, for \b
+        ("x$", "x\n", False),  # $ is the end of the text
+        ("^x", "a\nx", False),
+    ],
+)
+def test_the_native_expression_keeps_the_engines_classes(
+    pattern: str, text: str, found: bool
+) -> None:
+    assert _native(pattern)
+    assert _both("match", pattern, text) == (found, found)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "native"),
+    [
+        ("\\b\\d{4}([ .-]?\\d{4}){3}\\b", True),  # card numbers: 8 ways, 19 characters
+        ("\\bsk-[A-Za-z0-9_-]{16,}", True),  # an unbounded class at the very end
+        ("(?i)\\b(AKIA|ASIA)[0-9A-Z]{16}\\b", True),
+        ("", True),
+        ("a+b", False),  # an unbounded repetition before the end: quadratic when backtracking
+        ("\\w{2,}\\b", False),
+        ("(?:a?){2}", False),  # a repeated group that can match the empty text
+        ("(?:a|b|c|d){6}", False),  # 4096 ways through
+        ("(a|b)*", False),
+    ],
+)
+def test_which_patterns_go_native(pattern: str, native: bool) -> None:
+    assert _native(pattern) is native
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        PROSE * 4,
+        "4111 1111 1111 11111 4111-1111-1111-1111 41111111111111112 card4111111111111111",
+        "sk-" + "a" * 15 + " sk-" + "b" * 16 + "sk-sk-" + "c" * 40 + "_x",
+        "x" * 5000 + " AKIAIOSFODNN7EXAMPLE " + "9" * 5000,
+    ],
+)
+def test_the_secret_patterns_answer_the_same_either_way(text: str) -> None:
+    patterns = _secret_patterns()
+    assert sum(_native(p) for p in patterns) >= 8
+    native, program = _both("redact", text, patterns, "#")
+    assert native == program
+    assert native != text
