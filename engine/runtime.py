@@ -558,7 +558,13 @@ class Agent(PointCalls):
             return refuse_event(pipeline, found, event, services, host=host, started=started)
         if session_id and found is Point.BEFORE_USER_MESSAGE:
             self._log_prompt(session_id, event)
-        return evaluate(pipeline, found, event, services, replay=replay, host=host, started=started)
+        out = evaluate(pipeline, found, event, services, replay=replay, host=host, started=started)
+        answered = _answer_event(pipeline, out, event)
+        if isinstance(answered, InputError):
+            _pass_answer(out, refuse_event(pipeline, _SAID, answered, services, host=host))
+        elif answered is not None:
+            _pass_answer(out, evaluate(pipeline, _SAID, answered, services, host=host))
+        return out
 
     async def _adecide(
         self,
@@ -576,9 +582,15 @@ class Agent(PointCalls):
             return refuse_event(pipeline, found, event, services, host=host, started=started)
         if session_id and found is Point.BEFORE_USER_MESSAGE:
             await asyncio.to_thread(self._log_prompt, session_id, event)
-        return await aevaluate(
+        out = await aevaluate(
             pipeline, found, event, services, replay=replay, host=host, started=started
         )
+        answered = _answer_event(pipeline, out, event)
+        if isinstance(answered, InputError):
+            _pass_answer(out, refuse_event(pipeline, _SAID, answered, services, host=host))
+        elif answered is not None:
+            _pass_answer(out, await aevaluate(pipeline, _SAID, answered, services, host=host))
+        return out
 
     def last_prompt(self, session_id: str) -> str | None:
         """The last question evaluated at ``before_user_message`` in this agent's session
@@ -843,6 +855,45 @@ class Agent(PointCalls):
         if not isinstance(session_id, str) or not session_id:
             raise EventError([{"loc": ["session_id"], "msg": "must be non-empty text"}])
         return Session(self, session_id, session_key(hooks, drop_agent_hooks))
+
+
+_SAID = Point.BEFORE_ASSISTANT_MESSAGE
+
+
+def _answer_event(
+    pipeline: Pipeline, out: Outcome, event: dict[str, Any]
+) -> dict[str, Any] | InputError | None:
+    """The ``before_assistant_message`` event of an answer given at ``before_user_message``
+    (a cached answer, an off-topic reply), when the pipeline has hooks there: that answer goes
+    out as any answer does, so the same hooks (a redaction, a disclaimer) see it first. The
+    boundary's refusal when it is over a cap; None when there is nothing to pass on."""
+    if not out.short_circuit or not pipeline.by_point[_SAID]:
+        return None
+    question = out.question if out.question is not None else event["question"]
+    try:
+        return make_event(
+            _SAID,
+            agent=event["agent"],
+            scope=event["scope"],
+            time=event["time"],
+            turn_id=event.get("turn_id"),
+            question=question,
+            answer=out.answer,
+        )
+    except InputError as exc:
+        return exc
+
+
+def _pass_answer(out: Outcome, said: Outcome) -> None:
+    """Give ``out`` the answer as ``before_assistant_message`` left it (redacted, appended
+    to, or withheld), with what its hooks said besides."""
+    out.answer = said.answer
+    out.appended = said.appended
+    out.notices = [*out.notices, *said.notices]
+    out.events = [*out.events, *said.events]
+    out.failed = [*out.failed, *said.failed]
+    out.unsupported = [*out.unsupported, *said.unsupported]
+    out.changed = out.changed or said.changed
 
 
 def _no_tools() -> ToolSet:
