@@ -47,6 +47,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from engine import Engine  # noqa: E402 - after the path insert, as in the other benches
+from engine.points import Point  # noqa: E402
 
 AGENTS = ("demo", "mirror")
 LAST_HOOK = "  - hooks/redact_secrets.yaml\n"
@@ -249,6 +250,14 @@ class Host:
         if asked is QUESTIONS:
             question += f" ({extra})"
         first = self.call(agent, "before_user_message", question, **scope)
+        if (
+            first.short_circuit
+            and self.agents[agent].pipeline.by_point[Point.BEFORE_ASSISTANT_MESSAGE]
+        ):
+            # the answer went through the agent's before_assistant_message hooks as well: one
+            # more decision, with its own record
+            self.tally.decided()
+            self.counts["before_assistant_message"] += 1
         answer, tool_calls = first.answer, []
         self.counts["answered"] += answer is not None
         if answer is None and not first.blocked:
