@@ -24,9 +24,10 @@ Target: gateway p50 <= bare p50 + 1 ms.
 
 Then, for the breakdown, the two evaluations each gateway call makes (``atool_call`` and
 ``atool_result`` on the same event) are timed in this process, without MCP: what the hooks
-cost, against what the gateway adds in all; and the gateway's own work on a redacted result
-(the result as hooks see it, the replacement rebuilt, its ``outputSchema`` check against the
-server's own ``read_text_file`` tool).
+cost, against what the gateway adds in all; back to back, and each after a 2 ms pause, as in
+the gateway (an evaluation after idling costs more: the machine's caches have gone cold); and
+the gateway's own work on a redacted result (the result as hooks see it, the replacement
+rebuilt, its ``outputSchema`` check against the server's own ``read_text_file`` tool).
 
 Run: python bench/bench_mcp.py [--calls N]
 """
@@ -196,8 +197,15 @@ async def run(calls: int, warmup: int) -> tuple[dict[str, list[float]], types.To
         shutil.rmtree(root, ignore_errors=True)
 
 
+PAUSE_S = 0.002
+"""The idle time before each call of the ``after a pause`` rows: about what the upstream call
+takes between a gateway's two evaluations, and a client's think time before the next call."""
+
+
 async def engine_cost(calls: int, warmup: int) -> dict[str, list[float]]:
-    """Seconds per call of the gateway's two evaluations, in process, per agent."""
+    """Seconds per call of the gateway's two evaluations, in process, per agent: back to back,
+    and (``<agent> after a pause``) each evaluation after ``PAUSE_S`` of idling, as in the
+    gateway, where the process and its worker sleep between them."""
     from engine import Engine
     from engine.integrations.mcp import result_event
 
@@ -212,15 +220,19 @@ async def engine_cost(calls: int, warmup: int) -> dict[str, list[float]]:
         )
         times: dict[str, list[float]] = {}
         with Engine.load(config, db=":memory:") as engine:
-            for name in ("fs", "fs_full"):
+            for name, pause in (("fs", 0.0), ("fs_full", 0.0), ("fs", PAUSE_S)):
                 agent = engine.agent(name)
-                times[name] = []
+                spent = times.setdefault(name + (" after a pause" if pause else ""), [])
                 for i in range(warmup + calls):
+                    time.sleep(pause)
                     begin = time.perf_counter()
                     await agent.atool_call("read_text_file", arguments, host="mcp")
+                    between = time.perf_counter()
+                    time.sleep(pause)
+                    resumed = time.perf_counter()
                     await agent.atool_result("read_text_file", arguments, seen, host="mcp")
                     if i >= warmup:
-                        times[name].append(time.perf_counter() - begin)
+                        spent.append(time.perf_counter() - begin - (resumed - between))
         return times
     finally:
         shutil.rmtree(root, ignore_errors=True)
