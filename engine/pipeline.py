@@ -27,6 +27,7 @@ from engine.config.models import RecordsSettings
 from engine.errors import InputError, PluginError, ScriptError, StoreError
 from engine.hosts import HostProfile, input_block_reason, unsupported_entry
 from engine.kinds.base import Hook, HookContext, Memo, Mode, OnError
+from engine.masking import MASK, masked_values
 from engine.outcome import Outcome
 from engine.points import Point, Scope, scope_of
 from engine.records import Draft
@@ -303,7 +304,8 @@ class Run:
                 self.shadow.append({"hook": hook.name, "error": str(answer)})
                 return
             self.failed.append(hook.name)
-            log.warning("hook %s failed at %s: %s", hook.name, self.point, answer)
+            said = _masked_text(str(answer), self.event, self.pipeline.records.mask)
+            log.warning("hook %s failed at %s: %s", hook.name, self.point, said)
             self.refusal = _refusal(self.point, hook, answer)
             self.stopped = self.refusal is not None
             return
@@ -572,6 +574,15 @@ def _outcome(
         base = merged.answer if merged.answer is not None else event["answer"]
         out.answer, out.appended = join_answer(base, merged.append), list(merged.append)
     return out
+
+
+def _masked_text(text: str, event: dict[str, Any], mask: list[str]) -> str:
+    """``text`` masked by value as the agent's records are (engine/masking.py): a hook's
+    error message goes to the process log, and it may quote a masked field of the event."""
+    if mask:
+        for value in sorted(masked_values(event, mask), key=len, reverse=True):
+            text = text.replace(value, MASK)
+    return text
 
 
 def _mask(pipeline: Pipeline) -> list[str]:

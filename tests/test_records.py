@@ -206,7 +206,7 @@ def copying_agent(lang: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("lang", ["py", "js"])
 def test_values_a_hook_copied_from_a_masked_field_are_masked_too(
-    tmp_path: Path, db_url: str, lang: str
+    tmp_path: Path, db_url: str, lang: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     root = write(tmp_path / "config", copying_agent(lang))
     with Engine.load(root, db=db_url) as engine:
@@ -228,6 +228,9 @@ def test_values_a_hook_copied_from_a_masked_field_are_masked_too(
     assert ok_record.outcome["notices"] == ["you typed ***"]
     assert ok_record.outcome["input"]["note"] == "was ***"
     assert "bad password ***" in (failed_record.hooks[0].error or "")
+    # the failure's line in the process log is masked as the record is
+    assert "hook copy failed at tool_call" in caplog.text and "bad password ***" in caplog.text
+    assert "s3cr3t" not in caplog.text and "987654" not in caplog.text
 
 
 def test_masking_by_value_covers_every_string_under_a_masked_path(
