@@ -352,12 +352,22 @@ class InputError(EngineError):
     """The host's event could not be normalised (engine/boundary.py).
 
     ``problems`` names each value by its path (``event.input.data: bytes is not JSON``);
-    ``event`` is the event with those values replaced by markers, safe to record.
+    ``event`` is the event with those values replaced by markers, safe to record. ``brief``
+    says the same naming only the event's fields (``event.result``), for the text that goes
+    to the model in place of what was refused: a path within a field holds the data's own
+    keys (a key may be a secret).
     """
 
-    def __init__(self, problems: list[str], *, event: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        problems: list[str],
+        *,
+        event: dict[str, Any] | None = None,
+        brief: list[str] | None = None,
+    ) -> None:
         self.problems = list(problems)
         self.event: dict[str, Any] = event if event is not None else {}
+        self.brief = list(brief) if brief is not None else self.problems
         super().__init__("; ".join(self.problems) or "the event is not valid input")
 
 

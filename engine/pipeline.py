@@ -494,7 +494,8 @@ def refuse_event(
     log.warning("agent %s at %s: %s", pipeline.agent, point, cause)
     event = error.event
     runs = [_run_of(slot, "skipped", 0.0) for slot in pipeline.by_point[point]]
-    outcome = _outcome(pipeline, point, event, {}, fail_closed(point, f"refused: {cause}"), runs)
+    said = f"refused: {REFUSED_PREFIX}{'; '.join(error.brief)}"  # to the model: no data's keys
+    outcome = _outcome(pipeline, point, event, {}, fail_closed(point, said), runs)
     outcome.input_error = cause
     if started is not None:
         outcome.duration_ms = (time.perf_counter() - started) * 1000

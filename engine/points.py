@@ -241,7 +241,7 @@ def make_event(point: Point, **fields: Any) -> dict[str, Any]:
     over = _over_caps(point, fields)
     raw, refused, cuts = normalize_host_value({"point": _NAMES[point], **fields})
     if cuts and not refused and not point.hears_only:  # before the model: a marker may misfit
-        raise InputError([_cut_problem(cuts)], event=raw)
+        raise InputError([_cut_problem(cuts)], event=raw, brief=[_cut_problem(cuts, brief=True)])
     try:
         model = EVENTS[point].model_validate(raw)
     except ValidationError as exc:
@@ -399,14 +399,18 @@ def _check_fields(fields: dict[str, Any]) -> None:
         raise EventError(errors)
 
 
-def _cut_problem(cuts: list[str]) -> str:
+def _cut_problem(cuts: list[str], *, brief: bool = False) -> str:
     """The refusal of an event a cap cut: hooks would decide on part of what the host acts
     on (it runs the tool with its own input, shows its own result or answer), so the point
-    fails closed instead (docs/points.md, "Cut events are refused")."""
+    fails closed instead (docs/points.md, "Cut events are refused"). ``brief``: naming the
+    event's field only, not the path within it (``InputError.brief``)."""
     more = len(cuts) - 1
     also = f" (and {more} more cut{'s' if more > 1 else ''})" if more else ""
-    field = cuts[0].split(":", 1)[0].split("[", 1)[0].split(".")[:2]
-    return f"{cuts[0]}{also}: no hook could see all of {'.'.join(field)}"
+    field = ".".join(cuts[0].split(":", 1)[0].split("[", 1)[0].split(".")[:2])
+    if brief:
+        cap = "depth" if "the depth cap" in cuts[0] else "size"
+        return f"{field}: cut at the event's {cap} cap{also}: no hook could see all of it"
+    return f"{cuts[0]}{also}: no hook could see all of {field}"
 
 
 def _over_caps(point: Point, fields: dict[str, Any]) -> list[str]:

@@ -351,7 +351,18 @@ def test_nesting_past_the_depth_cap_withholds_the_result(engine: Engine, lang: s
         deep = {"n": deep, "k": SECRET}
     out = engine.agent(f"redact_{lang}").tool_result("read", {}, deep)
     assert out.hooks[0].status == "skipped" and out.blocked
-    assert SECRET not in json.dumps(out.result) and "nested deeper than 64" in out.result
+    assert SECRET not in json.dumps(out.result) and "event's depth cap" in out.result
+    assert "nested deeper than 64" in (out.input_error or "")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_withheld_result_does_not_name_the_results_own_keys(engine: Engine, lang: str) -> None:
+    # the path of what was cut goes to the host (input_error) and the record, not to the model
+    result = {"tokens": {SECRET: "x" * 3_000_000}}
+    out = engine.agent(f"redact_{lang}").tool_result("read", {}, result)
+    assert out.blocked and SECRET not in json.dumps([out.result, out.reason])
+    assert "event.result: cut at the event's size cap" in out.result
+    assert SECRET in (out.input_error or "")
 
 
 @pytest.mark.parametrize("lang", LANGS)

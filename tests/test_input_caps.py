@@ -119,7 +119,8 @@ def test_a_key_before_the_command_cannot_push_it_past_the_guard(engine: Engine) 
         out = engine.agent("py").tool_call(
             "shell", {"a": BIG, "command": "rm -rf /srv/data"}, host=host, session_id="x1"
         )
-        assert out.blocked and "event.input.a: cut at the event's size cap" in (out.reason or "")
+        assert out.blocked and "event.input: cut at the event's size cap" in (out.reason or "")
+        assert "event.input.a: cut at the event's size cap" in (out.input_error or "")
 
 
 def test_an_event_nested_past_the_depth_cap_is_refused_at_tool_call(engine: Engine) -> None:
@@ -127,7 +128,8 @@ def test_an_event_nested_past_the_depth_cap_is_refused_at_tool_call(engine: Engi
     for _ in range(80):
         deep = {"n": deep}
     out = engine.agent("py").tool_call("shell", deep)
-    assert out.blocked and "nested deeper than 64" in (out.reason or "")
+    assert out.blocked and "event.input: cut at the event's depth cap" in (out.reason or "")
+    assert "nested deeper than 64" in (out.input_error or "")
 
 
 @pytest.mark.parametrize("lang", LANGS)
