@@ -112,6 +112,30 @@ CASES = [
         None,
     ),
     (
+        "keys YAML reads alike",  # yes, on and true are one key to YAML; so are 1 and 0x1
+        {
+            HOOK: "kind: script_hook\nname: h\npoints: [tool_call]\nsource: 'x'\n"
+            "config:\n  modes: {yes: 1, on: 2}\n"
+        },
+        "h.yaml",
+        6,
+        "config.modes.on",
+        "duplicate key: 'on' is 'yes' to YAML",
+        None,
+    ),
+    (
+        "numbers YAML reads alike",
+        {
+            HOOK: "kind: script_hook\nname: h\npoints: [tool_call]\nsource: 'x'\n"
+            "config:\n  ids:\n    1: a\n    0x1: b\n"
+        },
+        "h.yaml",
+        8,
+        "config.ids.0x1",
+        "duplicate key: '0x1' is '1' to YAML",
+        None,
+    ),
+    (
         "hook file missing",
         {AGENT: "description: x\nhook_files: [hooks/nope.yaml]\n"},
         "agent.yaml",

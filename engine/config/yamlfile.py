@@ -495,25 +495,44 @@ def _walk(
 ) -> None:
     lines.setdefault(loc, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
-        seen: set[Any] = set()
+        seen: dict[Any, str] = {}
         for key_node, value_node in node.value:
             key = key_node.value
-            if key in seen:
+            read = _read_key(key_node)
+            if read in seen:
+                same = "" if seen[read] == key else f": {key!r} is {seen[read]!r} to YAML"
                 problems.append(
                     Problem(
                         shown,
                         key_node.start_mark.line + 1,
                         _dotted((*loc, key)),
-                        "duplicate key (YAML keeps only the last one)",
+                        f"duplicate key{same} (YAML keeps only the last one)",
                     )
                 )
-            seen.add(key)
+            seen.setdefault(read, key)
             lines[(*loc, key)] = key_node.start_mark.line + 1
             _walk(value_node, (*loc, key), lines, problems, shown)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             lines[(*loc, i)] = item.start_mark.line + 1
             _walk(item, (*loc, i), lines, problems, shown)
+
+
+_SCALARS = yaml.constructor.SafeConstructor()
+_TEXT_TAG = "tag:yaml.org,2002:str"
+
+
+def _read_key(node: yaml.Node) -> Any:
+    """A mapping key as YAML reads it, so that keys it reads alike are caught as duplicates
+    (``yes``, ``on`` and ``true`` are one key, and to Python ``1`` too; ``1`` and ``0x1`` are
+    one); any other key by its text."""
+    make = _SCALARS.yaml_constructors.get(node.tag)
+    if isinstance(node, yaml.ScalarNode) and make is not None and node.tag != _TEXT_TAG:
+        try:
+            return make(_SCALARS, node)
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError):
+            pass
+    return node.value
 
 
 def _scalars(root: yaml.Node) -> dict[Loc, tuple[int, int, str | None]]:
