@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -191,6 +192,11 @@ def test_demo_plays_offline_and_records(tmp_path: Path, capsys: pytest.CaptureFi
     )
     assert code == 0
     assert "answer (LLM skipped)" in out and "city_hint" in out
+    said = int(re.search(r"(\d+) evaluations recorded in", out).group(1))  # type: ignore[union-attr]
+    code, out, _ = run(
+        hookengine.main, ["records", "--db", str(db), "--json", "--limit", "1000"], capsys
+    )
+    assert code == 0 and len(json.loads(out)) == said  # answers given early have two each
     code, out, _ = run(
         hookengine.main,
         ["records", "--db", str(db), "--point", "before_user_message", "--json", "--limit", "100"],

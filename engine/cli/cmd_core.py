@@ -126,13 +126,12 @@ def demo(args: argparse.Namespace) -> int:
                 f"({len(agent.pipeline.slots)} hooks), offline."
             )
             outcomes = play(agent)
+        engine.flush()
+        recorded = len(engine.records(limit=100_000))  # an answer given early has two
     if args.json:
         print_json({"db": str(db), "outcomes": [o.to_dict() for o in outcomes]})
         return EXIT_OK
-    say(
-        f"\n{len(outcomes)} evaluations recorded in {db}; "
-        f"see them with: hookengine records --db {db}"
-    )
+    say(f"\n{recorded} evaluations recorded in {db}; see them with: hookengine records --db {db}")
     return EXIT_OK
 
 
