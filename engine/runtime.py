@@ -894,6 +894,7 @@ def _pass_answer(out: Outcome, said: Outcome) -> None:
     out.failed = [*out.failed, *said.failed]
     out.unsupported = [*out.unsupported, *said.unsupported]
     out.changed = out.changed or said.changed
+    out.duration_ms += said.duration_ms
 
 
 def _no_tools() -> ToolSet:

@@ -59,6 +59,10 @@ def test_a_short_circuit_answer_passes_the_answer_hooks_sync_and_async(
     engine.flush()
     said = engine.records(agent="a", point="before_assistant_message")
     assert len(said) == 2 and {r.outcome["answer"] for r in said} == {out.answer}
+    asked = engine.records(agent="a", point="before_user_message", limit=1)[0]
+    # the host waited for both evaluations: the outcome's time covers them
+    newest = said[0].outcome["duration_ms"]  # the async call's records come last
+    assert aout.duration_ms >= asked.outcome["duration_ms"] + newest - 0.01
     assert said[0].event["turn_id"] is not None
     # a question the hooks do not answer: no answer to pass on, no second evaluation
     out = agent.before_user_message("hello", user_id="bob")
