@@ -149,11 +149,18 @@ def _misfit(exc: RuntimeError) -> str:
     has seen. Named by the rule of the schema it breaks (``properties/n/type``)."""
     error = exc.__cause__
     if isinstance(error, jsonschema.exceptions.ValidationError):
-        rule = "/".join(str(part) for part in error.schema_path)
-        return f"it breaks the schema's {rule or 'root'} rule"
+        return _broken_rule(error)
     if "Invalid structured content" in str(exc):  # the values may follow: say nothing more
         return "it does not validate"
     return str(exc).splitlines()[0]  # the schema's own fault, or no structuredContent
+
+
+def _broken_rule(error: jsonschema.exceptions.ValidationError) -> str:
+    """A schema misfit named by the schema's rule (``properties/n/type``), not by the value
+    nor its keys: the text goes to the model, and a value a hook put there (a credential it
+    added to the input) or one no hook has seen (the upstream's) may be a secret."""
+    rule = "/".join(str(part) for part in error.schema_path)
+    return f"it breaks the schema's {rule or 'root'} rule"
 
 
 class Gateway:
@@ -399,10 +406,7 @@ class Gateway:
             validator = jsonschema.validators.validator_for(schema)(schema)
             self._validators[(name, kind)] = (schema, validator)
         error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-        if error is None:
-            return None
-        where = "/".join(str(part) for part in error.absolute_path) or "(the whole value)"
-        return f"{where}: {error.message}"
+        return None if error is None else _broken_rule(error)
 
     async def _tool(self, name: str) -> types.Tool | None:
         """The upstream's description of ``name``; listed again once if it is not known."""

@@ -183,7 +183,8 @@ def test_a_rewrite_must_fit_the_input_schema(fs: Session) -> None:
     before = fs.upstream_calls()
     bad = fs.call("read_text_file", {"path": str(fs.allowed / "rewrite-bad")})
     assert bad.is_error
-    assert "does not fit the tool: path: 42 is not of type 'string'" in text(bad)
+    assert "does not fit the tool: it breaks the schema's properties/path/type rule" in text(bad)
+    assert "42" not in text(bad)  # the rule, not the value the hook wrote
     assert fs.upstream_calls() == before
     good = fs.call("read_text_file", {"path": str(fs.allowed / "rewrite-ok")})
     assert not good.is_error and text(good) == NOTES
@@ -194,7 +195,11 @@ def test_a_rewrite_must_fit_the_input_schema(fs: Session) -> None:
     ("name", "why"),
     [
         ("badshape.txt", "content: must be a list, not str"),
-        ("badschema.txt", "structuredContent does not fit the outputSchema: content: 5"),
+        (
+            "badschema.txt",
+            "structuredContent does not fit the outputSchema: it breaks the schema's "
+            "properties/content/type rule",
+        ),
     ],
 )
 def test_an_invalid_replacement_result_is_withheld(fs: Session, name: str, why: str) -> None:
