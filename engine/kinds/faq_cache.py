@@ -14,6 +14,7 @@ from engine.kinds.common import SpecHook, keep_books
 from engine.kinds.personal import PersonalTurns, shared
 from engine.points import Point
 from engine.providers import Candidate, Judgement, JudgeTask, Providers
+from engine.providers.extract import tells_about_user
 from engine.store import FaqPair, Store
 from engine.text import dice, fill, terms
 
@@ -157,7 +158,7 @@ class FaqCacheHook(SpecHook):
             return
         question, answer = event["question"].strip(), event["answer"].strip()
         namespace = self.namespace(ctx)
-        personal = self.personal.used(ctx.scope_key, event.get("turn_id"), event["question"])
+        personal = self._personal(event, ctx)
         if personal:
             own = self.own_namespace(ctx)
             if own is None:
@@ -178,6 +179,18 @@ class FaqCacheHook(SpecHook):
         ctx.extras["stored"] = pair_id
         if namespace != self.namespace(ctx):
             ctx.extras["stored_for"] = f"user:{ctx.scope.user_id}"
+
+    def _personal(self, event: dict[str, Any], ctx: HookContext) -> str | None:
+        """Why this turn's answer may use per-user context, or None: a hook marked the turn
+        (recalled memory, the user's script state), or the user's message tells something
+        about them (asked without a memory hook in the agent, too)."""
+        question = event["question"]
+        marked = self.personal.used(ctx.scope_key, event.get("turn_id"), question)
+        if marked:
+            return marked
+        if tells_about_user(question):
+            return "the message tells something about the user"
+        return None
 
     def _why_not_store(self, event: dict[str, Any], ctx: HookContext) -> str | None:
         rules = self.config.store

@@ -1,0 +1,89 @@
+"""One user's, session's or agent's data never reaches another's, on SQLite and PostgreSQL:
+the FAQ cache does not share an answer to a message that told something about its user."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.runtime import Agent, Engine
+from tests import backends
+
+db_url = backends.db_url
+
+Build = Callable[..., Engine]
+
+
+@pytest.fixture
+def build(tmp_path: Path, db_url: str) -> Iterator[Build]:
+    """``build(agents)``: an engine over ``{agent: {hook: spec}}`` (each spec a mapping
+    written as the hook's YAML), every store on this test's backend."""
+    engines: list[Engine] = []
+
+    def make(agents: dict[str, dict[str, dict[str, Any]]]) -> Engine:
+        root = tmp_path / f"config{len(engines)}"
+        root.mkdir()
+        (root / "engine.yaml").write_text("process: proc\n", encoding="utf-8")
+        for agent, hooks in agents.items():
+            folder = root / "agents" / agent / "hooks"
+            folder.mkdir(parents=True)
+            names = ", ".join(hooks)
+            (folder.parent / "agent.yaml").write_text(f"hooks: [{names}]\n", encoding="utf-8")
+            for name, spec in hooks.items():
+                text = json.dumps({"name": name, **spec})
+                (folder / f"{name}.yaml").write_text(text, encoding="utf-8")
+        engine = Engine.load(root, db=db_url)
+        engines.append(engine)
+        return engine
+
+    yield make
+    for engine in engines:
+        engine.close()
+
+
+def turn(agent: Agent, question: str, answer: str, **scope: Any) -> str:
+    """One whole turn; returns the answer the user got (the cache's when it answered)."""
+    first = agent.before_user_message(question, **scope)
+    said = first.answer if first.answer is not None else answer
+    agent.after_turn(question, said, turn_id=first.turn_id, **scope)
+    return said
+
+
+STATUS = ("My name is Alex. What is my account status?", "Alex, your account is suspended.")
+
+
+# -- the FAQ cache and messages that tell something about their user ---------------------------
+
+
+def test_a_shared_faq_cache_does_not_learn_an_answer_to_a_message_about_its_user(
+    build: Build,
+) -> None:
+    agent = build({"a": {"faq": {"kind": "faq_cache"}}}).agent("a")
+    turn(agent, *STATUS, user_id="alex")
+    out = agent.before_user_message("What is my account status?", user_id="bob")
+    assert out.answer is None  # bob is not told alex's status
+    done = agent.after_turn(*STATUS, user_id="alex")
+    (line,) = [line for h in done.hooks for line in h.logs]
+    assert line.startswith("not stored: the answer may use per-user context")
+    assert "scope: user would keep it for this user" in line
+
+
+def test_with_scope_user_an_answer_to_a_message_about_its_user_is_kept_for_that_user(
+    build: Build,
+) -> None:
+    agent = build({"a": {"faq": {"kind": "faq_cache", "scope": "user"}}}).agent("a")
+    turn(agent, *STATUS, user_id="alex")
+    assert agent.before_user_message("What is my account status?", user_id="bob").answer is None
+    mine = agent.before_user_message("What is my account status?", user_id="alex")
+    assert mine.answer == STATUS[1]
+
+
+def test_a_question_that_tells_nothing_about_its_user_is_still_shared(build: Build) -> None:
+    agent = build({"a": {"faq": {"kind": "faq_cache"}}}).agent("a")
+    asked = ("When does the Berlin store open?", "The Berlin store opens at nine.")
+    turn(agent, *asked, user_id="alex")
+    assert agent.before_user_message(asked[0], user_id="bob").answer == asked[1]
