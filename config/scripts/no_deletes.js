@@ -22,7 +22,7 @@ const HEX = "0123456789abcdefABCDEF";
 // Commands that delete, found as words: what lies between separators, after its last "/"
 // (so /bin/rm is rm, while --rm and /srv/rm/ are not).
 const COMMANDS = ["rm", "unlink", "rmdir", "shred", "srm", "wipe", "wipefs", "truncate", "mkfs"];
-const SEPARATORS = ["\t", "\n", "\r", ";", "&", "|", "(", ")", "{", "}", "$", "!", "=", ":"];
+const SEPARATORS = /[\t\n\r;&|(){}$!=:]/g;
 
 // [words, pattern]: a pattern runs only on text holding one of its words (a cheap check first).
 const DESTRUCTIVE = [
@@ -42,6 +42,11 @@ const DESTRUCTIVE = [
 const NAME_WORDS = ["del", "remove", "rm", "drop", "destroy", "erase", "purge", "wipe",
   "truncate", "unlink", "shred"];
 const DELETING_NAME = "(^|_)(delete|del|remove|rm|drop|destroy|erase|purge|wipe|truncate|unlink|rmdir|shred)(_|$)";
+
+// Any word of DESTRUCTIVE at all (one native search before the loop; keep it in step with
+// DESTRUCTIVE), and a tool name with nothing to fold or split.
+const DESTRUCTIVE_WORD = /rsync|find|dd|git|mv|cp|rmtree|removedirs|sync|os\.|\.unlink|\.rmdir|drop|delete/;
+const PLAIN_NAME = /^[a-z0-9_]*$/;
 
 function isHex(text) {
   for (var i = 0; i < text.length; i++) {
@@ -97,6 +102,7 @@ function withoutSafeRedirections(text) {
 }
 
 function toolWords(name) {
+  if (PLAIN_NAME.test(name)) { return name; }  // nothing to fold, split or lower-case
   var text = fold(name);
   if (text.toLowerCase() !== text) {
     var out = [];
@@ -121,15 +127,15 @@ function mentions(text, words) {
 
 function deletingName(tool, forbidden, host) {
   var name = toolWords(tool);
-  if (forbidden.map(toolWords).indexOf(name) >= 0) { return true; }
+  for (var i = 0; i < forbidden.length; i++) {
+    if (toolWords(forbidden[i]) === name) { return true; }
+  }
   return host.config.by_name !== false && mentions(name, NAME_WORDS) &&
     host.match(DELETING_NAME, name);
 }
 
 function runsDeletingCommand(text) {
-  for (var i = 0; i < SEPARATORS.length; i++) {
-    text = text.split(SEPARATORS[i]).join(" ");
-  }
+  text = text.replace(SEPARATORS, " ");
   var words = text.split(" ");
   for (var j = 0; j < words.length; j++) {
     var word = words[j].substr(words[j].lastIndexOf("/") + 1);
@@ -158,6 +164,9 @@ function on_tool_call(event, host) {
   }
   var text = withoutSafeRedirections(shellText(command));
   var found = text.indexOf(">") >= 0 || runsDeletingCommand(text);
+  if (!found && !DESTRUCTIVE_WORD.test(text)) {
+    return null;
+  }
   for (var i = 0; i < DESTRUCTIVE.length && !found; i++) {
     found = mentions(text, DESTRUCTIVE[i][0]) && host.match(DESTRUCTIVE[i][1], text);
   }

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -441,6 +442,18 @@ EXAMPLE_TABLE: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
             "git reset --hard",
             "> data.db",
             "FOO=1 /bin/rm x",
+            # one per DESTRUCTIVE pattern, none caught before it (no ">", no rm-like word)
+            "rsync -a --delete src/ dst/",
+            "find . -name '*.tmp' -delete",
+            "dd if=/dev/zero of=/dev/sda",
+            "git clean -fdx",
+            "mv data.db /dev/null",
+            "cp /dev/null data.db ",
+            "node -e 'require(`fs`).rmSync(`d`)'",
+            "python -c 'import os; os.remove(`x`)'",
+            "node -e 'p.unlink (`x`)'",
+            "psql -c 'drop database prod'",
+            "sqlite3 a.db 'DELETE FROM users'",
         ]
     ],
     *[
@@ -596,3 +609,23 @@ def test_allow_commands_runs_only_listed_tools_and_commands(tmp_path: Path, lang
             for call in calls
         }
     assert seen == calls
+
+
+def test_no_deletes_js_looks_for_every_destructive_word_before_its_patterns() -> None:
+    """no_deletes.js skips its DESTRUCTIVE loop when DESTRUCTIVE_WORD finds none of the loop's
+    words: a word missing from that one expression would let its pattern's commands through."""
+    source = (REPO / "config" / "scripts" / "no_deletes.js").read_text(encoding="utf-8")
+    table = source[
+        source.index("const DESTRUCTIVE = [") : source.index(
+            "];", source.index("const DESTRUCTIVE = [")
+        )
+    ]
+    words = {
+        w
+        for group in re.findall(r"^\s*\[\[([^\]]*)\]", table, re.M)
+        for w in json.loads(f"[{group}]")
+    }
+    literal = re.search(r"^const DESTRUCTIVE_WORD = /(.*)/;$", source, re.M)
+    assert literal is not None and len(words) >= 14
+    alternatives = {a.replace("\\.", ".") for a in literal.group(1).split("|")}
+    assert alternatives == words
