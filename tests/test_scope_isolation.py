@@ -1,5 +1,6 @@
 """One user's, session's or agent's data never reaches another's, on SQLite and PostgreSQL:
-the FAQ cache does not share an answer to a message that told something about its user."""
+the FAQ cache does not share an answer to a message that told something about its user, and
+a records query by a bare id reads that id's records only."""
 
 from __future__ import annotations
 
@@ -87,3 +88,34 @@ def test_a_question_that_tells_nothing_about_its_user_is_still_shared(build: Bui
     asked = ("When does the Berlin store open?", "The Berlin store opens at nine.")
     turn(agent, *asked, user_id="alex")
     assert agent.before_user_message(asked[0], user_id="bob").answer == asked[1]
+
+
+# -- records by a bare id ------------------------------------------------------------------------
+
+COUNTER = {
+    "kind": "script_hook",
+    "language": "python",
+    "source": "def on_tool_call(event, host):\n"
+    "    n = (host.state.get('n') or 0) + 1\n"
+    "    host.state.set('n', n)\n"
+    "    return {'notice': str(n)}\n",
+}
+
+
+def test_records_of_a_bare_id_are_that_ids_only(build: Build) -> None:
+    engine = build({"a": {"count": COUNTER}})
+    agent = engine.agent("a")
+    for user in ("alex", "bob:alex", "ALEX", "alfx", "alex "):
+        agent.tool_call("t", {}, user_id=user)
+    agent.tool_call("t", {}, session_id="alex")
+    engine.flush()
+
+    def keys(scope: str) -> list[str]:
+        return sorted(r.scope_key for r in engine.records(scope=scope))
+
+    assert keys("alex") == ["session:alex", "user:alex"]
+    assert keys("ALEX") == ["user:ALEX"]
+    assert keys("al_x") == []  # no wildcards: _ and % are characters of an id
+    assert keys("%") == []
+    assert keys("alex ") == ["user:alex "]
+    assert keys("user:bob:alex") == ["user:bob:alex"]

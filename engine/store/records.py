@@ -91,7 +91,8 @@ class RecordQuery(BaseModel):
     agent: str | None = None
     point: str | None = None
     scope: str | None = None
-    """A scope key (``user:u1``) or a bare id matched against any part of the scope."""
+    """A scope key (``user:u1``), or a bare id (``u1``): the records whose scope key is that
+    id's under any kind (``user:u1``, ``session:u1``, ...), matched exactly."""
     host: str | None = None
     """The host that asked (``native``, ``claude-code``, ...)."""
     since: str | None = None

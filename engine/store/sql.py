@@ -36,6 +36,21 @@ def _width(column: sa.Column[Any]) -> int | None:
     return getattr(column.type, "length", None)
 
 
+SCOPE_KINDS = ("user", "session", "template", "process")
+"""The kinds a scope key starts with (``Scope.key``)."""
+
+
+def scope_keys(scope: str) -> list[str]:
+    """The scope keys a records query for ``scope`` matches, each exactly: a key
+    (``user:u1``) itself, a bare id (``u1``) as each kind's key. An id is matched whole and as
+    written: no wildcards, no case folding (SQLite's ``LIKE`` folds ASCII case, PostgreSQL's
+    does not), and ``u1`` is not the end of another id (``user:bob:u1``)."""
+    kind, sep, _ = scope.partition(":")
+    if sep and kind in SCOPE_KINDS:
+        return [scope]
+    return [f"{kind}:{scope}" for kind in SCOPE_KINDS]
+
+
 def _held_here(paths: list[Path]) -> list[Path]:
     """Those of ``paths`` this process has open (Linux ``/proc``; elsewhere none)."""
     try:
@@ -150,10 +165,7 @@ class SqlStore(ApprovalTables, EntryTables, FaqTables, MemoryTables, StateTables
         if query.point:
             stmt = stmt.where(t.c.point == query.point)
         if query.scope:
-            if ":" in query.scope:
-                stmt = stmt.where(t.c.scope_key == query.scope)
-            else:
-                stmt = stmt.where(t.c.scope_key.like(f"%:{query.scope}"))
+            stmt = stmt.where(t.c.scope_key.in_(scope_keys(query.scope)))
         if query.host:
             stmt = stmt.where(t.c.host == query.host)
         if query.since:
