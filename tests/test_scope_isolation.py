@@ -1,6 +1,7 @@
 """One user's, session's or agent's data never reaches another's, on SQLite and PostgreSQL:
-the FAQ cache does not share an answer to a message that told something about its user, and
-a records query by a bare id reads that id's records only."""
+the FAQ cache does not share an answer to a message that told something about its user, a
+records query by a bare id reads that id's records only, and forgetting a user erases what
+every hook kept for them."""
 
 from __future__ import annotations
 
@@ -119,3 +120,77 @@ def test_records_of_a_bare_id_are_that_ids_only(build: Build) -> None:
     assert keys("%") == []
     assert keys("alex ") == ["user:alex "]
     assert keys("user:bob:alex") == ["user:bob:alex"]
+
+
+# -- forgetting a user ---------------------------------------------------------------------------
+
+KEEPER = {
+    "kind": "script_hook",
+    "language": "python",
+    "source": "def on_after_turn(event, host):\n"
+    "    host.state.set('last', event['question'])\n"
+    "    return None\n\n"
+    "def on_tool_call(event, host):\n"
+    "    return {'notice': str(host.state.get('last'))}\n",
+}
+
+
+def test_forgetting_a_user_erases_their_script_state_and_their_own_faq_answers(
+    build: Build,
+) -> None:
+    engine = build({"a": {"faq": {"kind": "faq_cache", "scope": "user"}, "keep": KEEPER}})
+    agent = engine.agent("a")
+    for user in ("alex", "bob"):
+        turn(agent, *STATUS, user_id=user)
+    shared = ("When does the Berlin store open?", "The Berlin store opens at nine.")
+    turn(agent, *shared, user_id="alex")
+    assert agent.tool_call("t", {}, user_id="alex").notices == [shared[0]]
+
+    assert engine.store.memory_forget("user:alex") >= 2
+    assert agent.tool_call("t", {}, user_id="alex").notices == ["None"]
+    assert agent.before_user_message(STATUS[0], user_id="alex").answer is None
+    # bob's state and his own answer, and the answer learned for everyone, stay
+    assert agent.tool_call("t", {}, user_id="bob").notices == [STATUS[0]]
+    assert agent.before_user_message(STATUS[0], user_id="bob").answer == STATUS[1]
+    assert agent.before_user_message(shared[0], user_id="carol").answer == shared[1]
+
+
+def test_forgetting_a_user_does_not_touch_an_id_that_ends_like_theirs(build: Build) -> None:
+    engine = build({"a": {"faq": {"kind": "faq_cache", "scope": "user"}, "keep": KEEPER}})
+    agent = engine.agent("a")
+    other = "mallory@user:alex"  # an id holding the separator of the FAQ's per-user namespace
+    turn(agent, *STATUS, user_id=other)
+    engine.store.memory_forget("user:alex")
+    assert agent.before_user_message(STATUS[0], user_id=other).answer == STATUS[1]
+    assert agent.tool_call("t", {}, user_id=other).notices == [STATUS[0]]
+
+
+def test_delete_over_http_reaches_a_faq_cache_kept_in_its_own_file(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from engine.http import create_app
+    from tests.conftest import write
+
+    root = write(
+        tmp_path / "config",
+        {
+            "engine.yaml": "process: proc\nhttp: {token_env: TEST_SCOPE_ADMIN}\n",
+            "agents/a/agent.yaml": "hooks: [faq]\n",
+            "agents/a/hooks/faq.yaml": "kind: faq_cache\nname: faq\nscope: user\n"
+            "db_path: data/faq.db\n",
+        },
+    )
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TEST_SCOPE_ADMIN", "admin-token")
+        engine = Engine.load(root)
+        try:
+            agent = engine.agent("a")
+            turn(agent, *STATUS, user_id="alex")
+            client = TestClient(create_app(engine))
+            gone = client.delete(
+                "/v1/memory/user:alex", headers={"Authorization": "Bearer admin-token"}
+            )
+            assert gone.status_code == 200 and gone.json()["deleted"] == 1
+            assert agent.before_user_message(STATUS[0], user_id="alex").answer is None
+        finally:
+            engine.close()

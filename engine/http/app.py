@@ -154,14 +154,19 @@ ScopePath = Annotated[
 ]
 
 
+KEEPERS = frozenset({"memory", "faq_cache"})
+"""The hook kinds that keep what they learn in a store of their own (``db_path``, ``db_url``):
+a scope's data is read and forgotten there too."""
+
+
 def memory_stores(engine: Any) -> list[Store]:
-    """The stores memory hooks use and the engine's own (conversation entries live there),
-    each once."""
+    """The stores memory and FAQ hooks use and the engine's own (conversation entries and
+    script state live there), each once."""
     found: dict[int, Store] = {id(engine.store): engine.store}
     for name in engine.agents:
         for slot in engine.agent(name).pipeline.slots:
             store = getattr(slot.hook, "store", None)
-            if slot.hook.kind == "memory" and store is not None:
+            if slot.hook.kind in KEEPERS and store is not None:
                 found.setdefault(id(store), store)
     return list(found.values())
 

@@ -16,6 +16,7 @@ from engine.points import Point
 from engine.providers import Candidate, Judgement, JudgeTask, Providers
 from engine.providers.extract import tells_about_user
 from engine.store import FaqPair, Store
+from engine.store.faq import PERSONAL
 from engine.text import dice, fill, terms
 
 DEFAULT_HINT = (
@@ -56,7 +57,7 @@ class FaqCacheHook(SpecHook):
         user, or with ``scope: global``)."""
         if self.config.scope != "user" or not ctx.scope.user_id:
             return None
-        return f"{self.namespace(ctx)}@user:{ctx.scope.user_id}"
+        return f"{self.namespace(ctx)}{PERSONAL}{ctx.scope.user_id}"
 
     def namespaces(self, ctx: HookContext) -> list[str]:
         """Where a lookup searches: the user's own pairs first, then the shared ones."""

@@ -110,6 +110,10 @@ class Store(Protocol):
         seconds after ``time``, any other key written here never expires."""
         ...
 
+    def state_forget(self, scope: str) -> int:
+        """Delete every hook's state kept under ``scope``; return how many keys went."""
+        ...
+
     def one_transaction(self) -> AbstractContextManager[None]:
         """Every write this thread makes inside goes in one transaction: all are kept, or
         none (a script call's state and entries). Raises StoreError when it cannot write."""
@@ -217,6 +221,11 @@ class Store(Protocol):
         """How many pairs a namespace holds."""
         ...
 
+    def faq_forget(self, scope: str) -> int:
+        """Delete the pairs kept for the user ``scope`` names only (``user:<id>``); return
+        how many went."""
+        ...
+
     # -- memory ----------------------------------------------------------------------------
 
     def memory_recall(
@@ -280,7 +289,8 @@ class Store(Protocol):
         ...
 
     def memory_forget(self, scope: str) -> int:
-        """Delete everything kept about a scope; return how many rows went."""
+        """Delete everything kept about a scope (memory, entries, approvals, script state,
+        the FAQ answers kept for that user only); return how many rows went."""
         ...
 
     def artifact_add(self, row: ArtifactRow) -> None:

@@ -14,6 +14,8 @@ from engine.store.schema import faq_table
 from engine.text import question_key
 
 INDEX = "faq_index"
+PERSONAL = "@user:"
+"""What joins a hook's namespace and a user's id in the namespace of that user's own pairs."""
 MAX_TERM = 100
 
 
@@ -102,6 +104,27 @@ class FaqTables(Database):
             ]
 
         return self._read(find)
+
+    def faq_forget(self, scope: str) -> int:
+        """Delete the pairs kept for one user only (``scope: user``: the namespace
+        ``<agent>:<hook>@user:<id>``, stored by that user), with their index rows; return how
+        many went. Pairs learned for everyone hold no per-user context and stay."""
+        kind, _, user = scope.partition(":")
+        if kind != "user" or not user:
+            return 0
+        t, suffix = faq_table, f"{PERSONAL}{user}"
+
+        def forget(conn: sa.Connection) -> int:
+            rows = conn.execute(
+                sa.select(t.c.id, t.c.namespace).where(t.c.scope_key == scope)
+            ).all()
+            ids = [int(r.id) for r in rows if r.namespace.endswith(suffix)]
+            fulltext.remove(conn, INDEX, ids)
+            for start in range(0, len(ids), 500):
+                conn.execute(t.delete().where(t.c.id.in_(ids[start : start + 500])))
+            return len(ids)
+
+        return int(self._write(forget))
 
     def faq_hit(self, pair_id: int, time: str) -> None:
         """Count a cache hit on a pair."""

@@ -204,8 +204,10 @@ class SqlStore(ApprovalTables, EntryTables, FaqTables, MemoryTables, StateTables
 
     def memory_forget(self, scope: str) -> int:
         """Delete everything kept about a scope: its memory, the entries of a session's or a
-        user's conversations, and its approvals; returns how many rows went."""
+        user's conversations, its approvals, every script hook's state kept under it, and the
+        FAQ answers kept for that user only; returns how many rows went."""
         gone = MemoryTables.memory_forget(self, scope) + self.entries_forget(scope)
+        gone += self.state_forget(scope) + self.faq_forget(scope)
         return gone + self._write(lambda conn: self.approvals_forget(conn, scope))
 
     def turn_log_put(self, agent: str, session_id: str, question: str, time: str) -> None:

@@ -89,6 +89,14 @@ class StateTables(Database):
 
         self._write(save)
 
+    def state_forget(self, scope: str) -> int:
+        """Delete every script hook's state kept under ``scope`` (every agent's); return how
+        many keys went."""
+        t = state_table
+        return int(
+            self._write(lambda conn: conn.execute(t.delete().where(t.c.scope == scope)).rowcount)
+        )
+
     def prune_state(self, conn: sa.Connection, *, now: str, before: str | None = None) -> int:
         """Delete state rows that expired by ``now``, and, given ``before`` (the time of the
         oldest record kept once records were pruned), rows not written since: the records'
