@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from engine.errors import ApprovalError
+from engine.errors import ApprovalError, EventError
 from engine.points import Scope
 from engine.store import Store
 from engine.store.approvals import Approval
@@ -45,7 +45,19 @@ def resolve(
 def pending(
     store: Store, agent: str, *, session_id: str | None = None, user_id: str | None = None
 ) -> list[Approval]:
-    """``agent``'s approvals still waiting: of one session (or user) when given, else all."""
+    """``agent``'s approvals still waiting: of one session (or user) when given, else all.
+
+    Raises:
+        EventError: ``session_id`` or ``user_id`` is given but empty (an empty id names no
+            session: it must not read as "every session").
+    """
+    wrong = [
+        {"loc": [name], "msg": "must be non-empty text"}
+        for name, value in (("session_id", session_id), ("user_id", user_id))
+        if value is not None and (not isinstance(value, str) or not value)
+    ]
+    if wrong:
+        raise EventError(wrong)
     scope = None
     if session_id or user_id:
         from engine.kinds.approval import whose

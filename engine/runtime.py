@@ -692,7 +692,11 @@ class Agent(PointCalls):
         self, *, session_id: str | None = None, user_id: str | None = None
     ) -> list[Approval]:
         """The approvals waiting on a person, oldest first: one session's (or user's) when
-        given, else all of this agent's."""
+        given, else all of this agent's.
+
+        Raises:
+            EventError: ``session_id`` or ``user_id`` given but empty.
+        """
         from engine.approvals import pending
 
         return pending(self.engine.store, self.name, session_id=session_id, user_id=user_id)

@@ -1,7 +1,7 @@
 """One user's, session's or agent's data never reaches another's, on SQLite and PostgreSQL:
 the FAQ cache does not share an answer to a message that told something about its user, a
-records query by a bare id reads that id's records only, and forgetting a user erases what
-every hook kept for them."""
+records query by a bare id reads that id's records only, forgetting a user erases what every
+hook kept for them, and an empty session id lists no other session's approvals."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from engine.errors import EventError
 from engine.runtime import Agent, Engine
 from tests import backends
 
@@ -194,3 +195,37 @@ def test_delete_over_http_reaches_a_faq_cache_kept_in_its_own_file(tmp_path: Pat
             assert agent.before_user_message(STATUS[0], user_id="alex").answer is None
         finally:
             engine.close()
+
+
+# -- approvals of an empty session ---------------------------------------------------------------
+
+ASK = {"kind": "approval", "tools": ["pay"], "message": "Pay {{input.amount}}?"}
+
+
+@pytest.mark.parametrize("given", [{"session_id": ""}, {"user_id": ""}])
+def test_an_empty_id_lists_no_other_sessions_approvals(build: Build, given: dict[str, str]) -> None:
+    agent = build({"a": {"ask": ASK}}).agent("a")
+    agent.tool_call("pay", {"amount": 5}, call_id="c1", session_id="s-alex", user_id="alex")
+    agent.tool_call("pay", {"amount": 7}, call_id="c2", session_id="s-bob", user_id="bob")
+    assert [a.message for a in agent.approvals(session_id="s-bob")] == ["Pay 7?"]
+    with pytest.raises(EventError) as refused:
+        agent.approvals(**given)
+    (name,) = given
+    assert refused.value.errors == [{"loc": [name], "msg": "must be non-empty text"}]
+
+
+def test_the_approvals_route_refuses_an_empty_session_id(build: Build) -> None:
+    from fastapi.testclient import TestClient
+
+    from engine.http import create_app
+
+    engine = build({"a": {"ask": ASK}})
+    agent = engine.agent("a")
+    agent.tool_call("pay", {"amount": 5}, call_id="c1", session_id="s-alex", user_id="alex")
+    client = TestClient(create_app(engine, no_auth=True))
+    for query in ("session_id=", "user_id="):
+        response = client.get(f"/v1/approvals?agent=a&{query}")
+        assert response.status_code == 422, response.text
+        assert response.json()["errors"][0]["loc"] == ["query", query.rstrip("=")]
+    listed = client.get("/v1/approvals?agent=a&session_id=s-alex")
+    assert [a["message"] for a in listed.json()] == ["Pay 5?"]

@@ -112,8 +112,8 @@ def router(engine: Any, authorize: Callable[..., Any]) -> APIRouter:
     async def waiting(
         _token: Annotated[Token | None, Depends(decide_or_admin)],
         agent: Annotated[str, Query(min_length=1, max_length=200)],
-        session_id: Annotated[str | None, Query(max_length=200)] = None,
-        user_id: Annotated[str | None, Query(max_length=200)] = None,
+        session_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+        user_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     ) -> list[dict[str, Any]]:
         """The approvals of an agent still waiting, oldest first (one session's when given)."""
         found = await run_in_threadpool(
