@@ -1,7 +1,9 @@
 """One user's, session's or agent's data never reaches another's, on SQLite and PostgreSQL:
 the FAQ cache does not share an answer to a message that told something about its user, a
 records query by a bare id reads that id's records only, forgetting a user erases what every
-hook kept for them, and an empty session id lists no other session's approvals."""
+hook kept for them, and an empty session id lists no other session's approvals; and what the
+docs say is shared (memory across agents on one store, the process scope of anonymous
+events) is pinned."""
 
 from __future__ import annotations
 
@@ -229,3 +231,42 @@ def test_the_approvals_route_refuses_an_empty_session_id(build: Build) -> None:
         assert response.json()["errors"][0]["loc"] == ["query", query.rstrip("=")]
     listed = client.get("/v1/approvals?agent=a&session_id=s-alex")
     assert [a["message"] for a in listed.json()] == ["Pay 5?"]
+
+
+# -- documented sharing: what is one scope ----------------------------------------------------
+
+
+def test_memory_is_the_users_across_agents_sharing_a_store_state_and_faq_are_per_agent(
+    build: Build,
+) -> None:
+    """docs/hooks.md (memory, Scope): memory is kept per scope key, so two agents whose
+    memory hooks share a store know the same user; script state and FAQ pairs are kept per
+    agent and hook."""
+    engine = build(
+        {
+            name: {"mem": {"kind": "memory"}, "faq": {"kind": "faq_cache"}, "keep": KEEPER}
+            for name in ("shop", "hr")
+        }
+    )
+    shop, hr = engine.agent("shop"), engine.agent("hr")
+    turn(shop, "I live in Berlin, thanks", "Noted, Berlin it is, have a nice day!", user_id="u1")
+    recalled = hr.before_user_message("Where do I live?", user_id="u1").messages
+    assert "Berlin" in recalled[0]["content"]
+    assert hr.before_user_message("Where do I live?", user_id="u2").messages == []
+    assert hr.tool_call("t", {}, user_id="u1").notices == ["None"]  # shop's state is shop's
+    asked = ("When does the Berlin store open?", "The Berlin store opens at nine.")
+    turn(shop, *asked, user_id="u1")
+    assert hr.before_user_message(asked[0], user_id="u2").answer is None
+
+
+def test_events_without_user_or_session_share_the_process_scope(build: Build) -> None:
+    """docs/points.md: a host that names neither the user nor the session puts every such
+    event in one scope (here ``process:proc``): what one anonymous visitor told memory is
+    recalled for the next."""
+    engine = build({"a": {"mem": {"kind": "memory"}, "keep": KEEPER}})
+    agent = engine.agent("a")
+    turn(agent, "I live in Berlin, thanks", "Noted, Berlin it is, have a nice day!")
+    assert "Berlin" in agent.before_user_message("Where do I live?").messages[0]["content"]
+    assert agent.tool_call("t", {}).notices == ["I live in Berlin, thanks"]
+    assert agent.before_user_message("Where do I live?", session_id="s2").messages == []
+    assert engine.store.state_load("a:keep", "process:proc") != {}
