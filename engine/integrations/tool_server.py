@@ -50,7 +50,9 @@ class ToolServer:
     async def call_tool(
         self, ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        """One call through the agent's hooks; refusals and failures are ``isError`` results."""
+        """One call through the agent's hooks; refusals and failures are ``isError`` results.
+        ``structuredContent`` is the result's dict ``data``, unless a ``tool_result`` hook
+        replaced the content."""
         result = await self.engine.agent(self.agent).acall_tool(
             params.name,
             dict(params.arguments or {}),
@@ -58,7 +60,10 @@ class ToolServer:
             session_id=self.session_id,
             call_id=str(getattr(ctx, "request_id", "") or "") or None,
         )
-        structured = result.data if isinstance(result.data, dict) and not result.is_error else None
+        # data is what no tool_result hook sees: when a hook replaced the content (a
+        # redaction, a withheld result), the data may hold what it took out
+        shown = not result.is_error and not result.replaced
+        structured = result.data if isinstance(result.data, dict) and shown else None
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=result.content)],
             structured_content=structured,

@@ -8,6 +8,7 @@ import re
 import shutil
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -212,6 +213,9 @@ class CallContext:
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
+    after_result: list[Callable[[str], dict[str, Any]]] = field(default_factory=list)
+    """Events made from the result's final content (an Open WebUI citation): the call path
+    makes and emits them after the ``tool_result`` hooks, so they carry what the hooks left."""
     _pending: list[tuple[ArtifactMeta, Path]] = field(default_factory=list)
 
     def _meta(self, name: str, file_name: str, type: str, desc: str) -> ArtifactMeta:

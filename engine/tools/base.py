@@ -48,6 +48,10 @@ class ToolResult:
     """Events the tool emitted (Open WebUI ``__event_emitter__``), in order."""
     is_error: bool = False
     """The call failed (blocked, bad input, raised, timed out): ``content`` says why."""
+    replaced: bool = False
+    """A ``tool_result`` hook replaced ``content`` (a redaction, a withheld result): ``data``,
+    which no hook sees, may hold what it took out, so it must not travel with ``content`` to
+    a model (``mcp-serve`` then sends no ``structuredContent``)."""
 
 
 class ToolContext(Protocol):
@@ -111,6 +115,11 @@ class Tool(Protocol):
     def invoke(self, input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         """Run the tool on a validated input. May raise: the call path turns any exception
         into an ``is_error`` result naming it. Never called for a disabled tool.
+
+        A tool whose code fills in arguments the input leaves out (a TaskWeaver ``default:``,
+        a Python default of an Open WebUI method) defines ``argument_defaults()`` returning
+        them: the call path puts them into the input before the ``tool_call`` hooks, so the
+        hooks decide on the input the tool runs with.
 
         A tool may also define ``async ainvoke(input, ctx)``: ``acall_tool`` awaits it on the
         running loop under the same time limit, instead of running ``invoke`` in a thread

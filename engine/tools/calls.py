@@ -4,6 +4,7 @@ tool's time limit, tool_result hooks. Python, HTTP, the CLI and ``mcp-serve`` al
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -62,12 +63,43 @@ def unknown(tools: ToolSet, call: Call) -> ToolResult | None:
     return failed(f"unknown tool {str(name)[:100]!r}{hint}")
 
 
-def blocked_or_input(call: Call, tool: Tool, tools: ToolSet, out: Any) -> ToolResult | dict:
-    """After the tool_call hooks: the refusal, or the (possibly rewritten) input, validated."""
+def defaults_of(tool: Tool) -> dict[str, Any]:
+    """The arguments the tool's own code would fill in when the input leaves them out (see
+    ``Tool.invoke``): none for a tool without ``argument_defaults``."""
+    defaults = getattr(tool, "argument_defaults", None)
+    return dict(defaults()) if defaults is not None else {}
+
+
+def with_defaults(value: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """``value`` with each default it leaves out (a copy of it: a call never shares one)."""
+    filled = dict(value)
+    for name, default in defaults.items():
+        if name not in filled:
+            filled[name] = copy.deepcopy(default)
+    return filled
+
+
+def blocked_or_input(
+    given: dict[str, Any], tool: Tool, tools: ToolSet, out: Any, defaults: Mapping[str, Any]
+) -> ToolResult | dict:
+    """After the tool_call hooks: the refusal, or the (possibly rewritten) input, validated.
+
+    ``given`` is the input the hooks were shown (the call's, defaults filled in). A rewritten
+    input that leaves out an argument with a default is refused: the tool would fill in a value
+    that the hooks after the rewrite never saw."""
     if out.blocked:
         reason = out.reason or out.input_error or "blocked by a tool_call hook"
         return failed(f"tool {tool.spec.name!r} was blocked: {reason}", events=list(out.events))
-    value = out.input if out.input is not None else call.input
+    value = out.input if out.input is not None else given
+    if out.input is not None and isinstance(value, Mapping):
+        left_out = {k: v for k, v in defaults.items() if k not in value}
+        if left_out:
+            named = ", ".join(f"{k!r} (default {v!r})" for k, v in left_out.items())
+            return failed(
+                f"tool {tool.spec.name!r} was not called: a tool_call hook's rewritten input "
+                f"leaves out {named}, which the tool would fill in unseen by the hooks "
+                "(a rewrite writes out every argument)"
+            )
     errors = input_errors(tools.checker(tool), value)
     if errors:
         listed = "; ".join(errors[:20])
@@ -147,12 +179,19 @@ def _run(tool: Tool, value: dict[str, Any], ctx: CallContext, timeout_ms: int) -
 
 def finish(result: ToolResult, ctx: CallContext, out: Any) -> ToolResult:
     """The result after the tool_result hooks (a redaction replaces ``content``), with the
-    call's artifacts and events."""
+    call's artifacts and events; the events made from the content (``ctx.after_result``: an
+    Open WebUI citation) are made now, from the content the hooks left, and emitted."""
     if out is not None and out.result is not None and out.result != result.content:
         result.content = out.result if isinstance(out.result, str) else _text(out.result)
+        result.replaced = True
     result.artifacts = [*ctx.artifacts, *(a for a in result.artifacts if a not in ctx.artifacts)]
+    made = [] if result.is_error else [make(result.content) for make in ctx.after_result]
+    ctx.after_result.clear()
+    for event in made:
+        if ctx.emit is not None:
+            ctx.emit(event)
     hook_events = list(out.events) if out is not None else []
-    result.events = [*ctx.events, *result.events, *hook_events]
+    result.events = [*ctx.events, *result.events, *made, *hook_events]
     return result
 
 
@@ -179,12 +218,14 @@ def _call_tool(
     if refused is not None:
         return refused
     tool = tools.tools[call.name]
-    fields = {"name": call.name, "input": _plain(call.input), "call_id": call.call_id}
+    defaults = defaults_of(tool)
+    given = with_defaults(call.input, defaults)
+    fields = {"name": call.name, "input": given, "call_id": call.call_id}
     try:
         out = evaluate("tool_call", fields, **call.scope)
     except EngineError as exc:  # the call's values are not an event (named in the message)
         return failed(f"tool {call.name!r} was not called: {exc}")
-    checked = blocked_or_input(call, tool, tools, out)
+    checked = blocked_or_input(given, tool, tools, out, defaults)
     if isinstance(checked, ToolResult):
         return checked
     ctx = context(call, artifacts)
@@ -211,19 +252,17 @@ async def _acall_tool(
     if refused is not None:
         return refused
     tool = tools.tools[call.name]
-    fields = {"name": call.name, "input": _plain(call.input), "call_id": call.call_id}
+    defaults = defaults_of(tool)
+    given = with_defaults(call.input, defaults)
+    fields = {"name": call.name, "input": given, "call_id": call.call_id}
     try:
         out = await aevaluate("tool_call", fields, **call.scope)
     except EngineError as exc:
         return failed(f"tool {call.name!r} was not called: {exc}")
-    checked = blocked_or_input(call, tool, tools, out)
+    checked = blocked_or_input(given, tool, tools, out, defaults)
     if isinstance(checked, ToolResult):
         return checked
     ctx = context(call, artifacts)
     result = await aexecute(tool, checked, ctx, default_ms)
     fields = {**fields, "input": checked, "result": result.content}
     return finish(result, ctx, await aevaluate("tool_result", fields, **call.scope))
-
-
-def _plain(value: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(value)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import math
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -69,6 +70,23 @@ class OpenWebUITool:
 
     def close(self) -> None:
         self.toolkit.close()
+
+    def argument_defaults(self) -> dict[str, Any]:
+        """The method's defaults that are plain JSON data (not None), by argument: the call
+        path puts them into the input before the ``tool_call`` hooks, so a guard sees the
+        ``database="prod"`` the method would otherwise fill in unseen. A default that is not
+        plain JSON (an Enum, a tuple, an object) is left to Python: its JSON form would give
+        the method another value than the one it declared."""
+        found: dict[str, Any] = {}
+        for param in inspect.signature(self.method).parameters.values():
+            if param.name.startswith("__") or param.kind not in _NAMED:
+                continue
+            default = param.default
+            if default is inspect.Parameter.empty or default is None:
+                continue
+            if _plain_json(default):
+                found[param.name] = default
+        return found
 
     def _arguments(
         self, input: Mapping[str, Any], ctx: ToolContext, events: list[dict[str, Any]]
@@ -145,7 +163,11 @@ class OpenWebUITool:
         else:
             content, data = ("" if value is None else str(value)), None
         if getattr(self.toolkit.instance, "citation", False):
-            _record(ctx, events, self._citation(content, input))
+            later = getattr(ctx, "after_result", None)
+            if later is None:  # called directly, not through the call path: no hooks
+                _record(ctx, events, self._citation(content, input))
+            else:  # made from the content the tool_result hooks leave
+                later.append(lambda final: self._citation(final, input))
         return ToolResult(content=content, data=data, events=events)
 
     def _citation(self, content: str, input: Mapping[str, Any]) -> dict[str, Any]:
@@ -158,6 +180,23 @@ class OpenWebUITool:
                 "metadata": [{"source": source, "parameters": dict(input)}],
             },
         }
+
+
+_NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def _plain_json(value: Any) -> bool:
+    """Whether ``value`` is JSON data of exactly the built-in types (a ``str`` subclass, an
+    Enum member or a tuple is not: its JSON form is another value)."""
+    if type(value) in (str, int, bool):
+        return True
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) is list:
+        return all(_plain_json(item) for item in value)
+    if type(value) is dict:
+        return all(type(k) is str and _plain_json(v) for k, v in value.items())
+    return False
 
 
 def _no_exit(method: Callable[..., Any], **arguments: Any) -> Any:

@@ -121,6 +121,14 @@ class TaskWeaverTool:
         """Forget the plugin's module (its classes go when the last call ends)."""
         sys.modules.pop(self.module_name, None)
 
+    def argument_defaults(self) -> dict[str, Any]:
+        """The ``default:`` of each parameter that has one: the call path puts them into the
+        input before the ``tool_call`` hooks (``_arguments`` fills the same ones in when the
+        plugin is called directly)."""
+        return {
+            item.name: item.default for item in self.schema.parameters if item.default is not None
+        }
+
     def _arguments(self, input: Mapping[str, Any], ctx: ToolContext) -> dict[str, Any]:
         kwargs = dict(input)
         for item in self.schema.parameters:
