@@ -81,7 +81,7 @@ class ScriptHook(SpecHook):
         if self.uses_state:
             state = ctx.store.state_load(self._state_key(ctx), ctx.scope_key, now=event.get("time"))
         # the answer may now depend on what this user's state holds
-        if state and point is Point.BEFORE_USER_MESSAGE and ctx.scope.user_id and self.personal:
+        if state and point is Point.BEFORE_USER_MESSAGE and self.personal:
             why = f"script hook {self.name} read the user's state"
             self.personal.mark(ctx.scope_key, event.get("turn_id"), event["question"], why)
         entries = self._entries(ctx)

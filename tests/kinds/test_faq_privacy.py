@@ -138,3 +138,41 @@ def test_an_answer_given_after_a_script_read_the_users_state_is_not_shared(
         assert not any("per-user context" in line for line in logs(done, "faq"))
         first, _ = turn(agent, "carol", *SHIPPING)
         assert first.answer == SHIPPING[1]  # ...maria's, given without her state, is
+
+
+def test_an_anonymous_session_s_state_keeps_its_answer_out_of_a_shared_cache(
+    tmp_path: Path,
+) -> None:
+    """A visitor with only a session id has state of their own too (the session's): a script
+    that read it at before_user_message keeps that turn's answer out of a shared cache."""
+    root = tmp_path / "config"
+    (root / "agents/a/hooks").mkdir(parents=True)
+    (root / "engine.yaml").write_text("process: proc\n", encoding="utf-8")
+    (root / "agents/a/agent.yaml").write_text("hooks: [faq, cart]\n", encoding="utf-8")
+    faq = {"kind": "faq_cache", "name": "faq", "scope": "global", "fallback_score": 0.8}
+    (root / "agents/a/hooks/faq.yaml").write_text(json.dumps(faq), encoding="utf-8")
+    cart = (
+        "kind: script_hook\nname: cart\nlanguage: javascript\nsource: |\n"
+        "  function on_before_user_message(event, host) {\n"
+        "    var items = host.state.get('items');\n"
+        "    return items ? {sections: ['cart: ' + items]} : null;\n"
+        "  }\n"
+        "  function on_after_turn(event, host) {\n"
+        "    host.state.set('items', 'a ring'); return null;\n"
+        "  }\n"
+    )
+    (root / "agents/a/hooks/cart.yaml").write_text(cart, encoding="utf-8")
+    with Engine.load(root, db=str(tmp_path / "store.db")) as engine:
+        agent = engine.agent("a")
+
+        def visit(session: str, question: str, answer: str) -> tuple[Outcome, Outcome]:
+            first = agent.before_user_message(question, session_id=session)
+            said = first.answer if first.answer is not None else answer
+            done = agent.after_turn(question, said, session_id=session, turn_id=first.turn_id)
+            return first, done
+
+        visit("s1", "warm-up question for the state", "ok")  # session s1 now has state
+        _, done = visit("s1", "What is in my cart?", "Your cart holds a ring.")
+        assert any("read the user's state" in line for line in logs(done, "faq")), done.hooks
+        first, _ = visit("s2", "What is in my cart?", "Your cart is empty.")
+        assert first.answer is None, "s1's answer was not shared with another visitor"
