@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from engine.config.loader import AgentSpec, HookSpec, load_agent
 from engine.errors import ConfigError, Problem
 from engine.pipeline import Pipeline, Slot
+from engine.points import Point
 from engine.reload_events import AgentState, ReloadEvent, error_data, now_iso
 from engine.reload_reads import READ_ATTEMPTS as READ_ATTEMPTS
 from engine.reload_reads import (
@@ -43,6 +45,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("engine.reload")
 
 CLOSE_WAIT_S = 2.0
+
+CONFIRM_S = 1.0
+"""How long the files of a watched change that takes a guard away (a hook dropped from
+``agent.yaml``, a script losing an ``on_<point>`` function) must stay as they were read before
+it goes live: a save paused halfway (truncate, part written, the rest later) reads as such a
+change, and the rest of the save, landing meanwhile, is what goes live instead."""
+
+_DEFINED = re.compile(r"\bon_([a-z_]+)\b")
 """How long ``close()`` waits for the watcher thread, then for a reload in progress."""
 
 
@@ -77,18 +87,45 @@ class Reloader:
 
     # -- reloading ------------------------------------------------------------------------------
 
-    def reload_agent(self, name: str, files: tuple[str, ...] = ()) -> ReloadEvent:
+    def reload_agent(
+        self, name: str, files: tuple[str, ...] = (), confirm_s: float = 0.0
+    ) -> ReloadEvent:
         """Re-read, rebuild and test agent ``name``; swap it in if all is well.
 
         Files are read before the reload lock is taken, so a slow or stuck read never holds
-        up ``close()`` or another agent's reload."""
+        up ``close()`` or another agent's reload. With ``confirm_s`` (the watcher's
+        ``CONFIRM_S``), a read that takes a guard away is used only once the files are still
+        the same ``confirm_s`` later (see ``_confirmed``)."""
         for attempt in range(1, READ_ATTEMPTS + 1):
             host = self.host_specs
-            read = self._read_agent(name, host)
+            read = self._confirmed(name, self._read_agent(name, host), host, confirm_s)
             with self._lock:  # the host layer changed meanwhile: read again with the new one
                 if self.host_specs is host or attempt == READ_ATTEMPTS:
                     return self._publish(self._rebuild(name, files, read))
         raise AssertionError("unreachable: the last attempt always returns")
+
+    def _confirmed(
+        self,
+        name: str,
+        read: AgentSpec | Exception,
+        host: tuple[HookSpec, ...],
+        confirm_s: float,
+    ) -> AgentSpec | Exception:
+        """``read``, or a later read of the agent's files when ``read`` takes a guard away
+        (``weakens``) and the files changed within ``confirm_s`` after it: a half-written
+        save is never what goes live while the rest of it is on its way."""
+        for _ in range(READ_ATTEMPTS):
+            if confirm_s <= 0 or isinstance(read, Exception):
+                return read
+            if not weakens(self.specs[name], read):
+                return read
+            if self.watcher.stopping.wait(confirm_s):  # closing: nothing goes live anyway
+                return read
+            again = self._read_agent(name, host)
+            if not isinstance(again, Exception) and fingerprint(again) == fingerprint(read):
+                return read  # it stayed: the edit is meant
+            read = again
+        return read
 
     def _read_agent(self, name: str, host: tuple[HookSpec, ...]) -> AgentSpec | Exception:
         """The agent's files read consistently, or the error that stopped the read."""
@@ -363,7 +400,7 @@ class Reloader:
     def _reload_guarded(self, name: str, files: tuple[str, ...]) -> ReloadEvent:
         """``reload_agent``, with an unexpected error reported as that agent's refusal."""
         try:
-            return self.reload_agent(name, files)
+            return self.reload_agent(name, files, CONFIRM_S)
         except Exception as exc:  # noqa: BLE001 - one agent's failure never stops the others
             owner = self.root / "agents" / name / "agent.yaml"
             with self._lock:
@@ -382,6 +419,39 @@ class Reloader:
                 self._close_unused(pipeline.slots, keep)
         finally:
             self._lock.release()
+
+
+def guarded(spec: AgentSpec) -> set[tuple[str, str]]:
+    """What an agent's hooks guard: (hook file, point) for each point a script hook takes
+    (its ``points:``, else the ``on_<point>`` names its script holds), (hook file, ``*``) for
+    a hook of another kind."""
+    known = {str(point) for point in Point}
+    found: set[tuple[str, str]] = set()
+    for hook in spec.hooks:
+        where = str(hook.path)
+        if hook.kind != "script_hook":
+            found.add((where, "*"))
+            continue
+        declared = getattr(hook.config, "points", None)
+        names = (
+            {str(p) for p in declared}
+            if declared
+            else set(_DEFINED.findall(hook.script_text or "")) & known
+        )
+        found |= {(where, point) for point in names}
+    return found
+
+
+def weakens(old: AgentSpec, new: AgentSpec) -> bool:
+    """Whether ``new`` takes away a hook, or a point a script hook guarded, that ``old``
+    has (what a save cut short looks like: the end of a file, or of a ``hooks:`` list)."""
+    return bool(guarded(old) - guarded(new))
+
+
+def fingerprint(spec: AgentSpec) -> tuple[Any, ...]:
+    """What a read of an agent's files found, to tell whether a second read found the same."""
+    hooks = tuple((str(h.path), h.version) for h in spec.hooks)
+    return (spec.config.model_dump_json(), hooks, spec.tools_version)
 
 
 def _problems(exc: Exception, owner: Path) -> list[Problem]:

@@ -92,6 +92,12 @@ class Watcher:
         return True
 
     @property
+    def stopping(self) -> threading.Event:
+        """Set once ``stop`` is asked for: a wait in a batch (``Reloader._confirmed``) ends
+        early on it."""
+        return self._stop
+
+    @property
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
 
