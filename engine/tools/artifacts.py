@@ -217,8 +217,19 @@ class CallContext:
     """Events made from the result's final content (an Open WebUI citation): the call path
     makes and emits them after the ``tool_result`` hooks, so they carry what the hooks left."""
     _pending: list[tuple[ArtifactMeta, Path]] = field(default_factory=list)
+    ended: bool = False
+    """The call was answered without the tool (it timed out): a tool thread that runs on
+    reaches the host no more (its events are dropped, its artifacts refused)."""
+
+    def end(self) -> None:
+        """The call is answered without the tool: cut the tool's thread off from the host."""
+        self.ended = True
+        self.emit = None
+        self.discard()
 
     def _meta(self, name: str, file_name: str, type: str, desc: str) -> ArtifactMeta:
+        if self.ended:
+            raise ToolInputError("the call has ended (it timed out): nothing more is kept")
         if self.session_id is None:
             raise ToolInputError("artifacts need a session: call the tool with a session_id")
         return ArtifactMeta(
@@ -273,6 +284,8 @@ class CallContext:
 
     def record_event(self, event: dict[str, Any]) -> None:
         """Keep an event the tool emitted and pass it to the host's callback."""
+        if self.ended:
+            return
         self.events.append(event)
         if self.emit is not None:
             self.emit(event)

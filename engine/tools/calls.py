@@ -128,7 +128,7 @@ def execute(tool: Tool, value: dict[str, Any], ctx: CallContext, default_ms: int
         result = _run(tool, value, ctx, timeout_ms)
         ctx.finish()
     except ToolTimeout:
-        ctx.discard()
+        ctx.end()
         return failed(f"tool {tool.spec.name!r} timed out after {timeout_ms} ms")
     except Exception as exc:  # noqa: BLE001 - the tool's edge: the model is told, the host stays up
         return _failure(tool, ctx, exc)
@@ -148,7 +148,7 @@ async def aexecute(
         result = await asyncio.wait_for(ainvoke(value, ctx), timeout_ms / 1000)
         ctx.finish()
     except TimeoutError:
-        ctx.discard()
+        ctx.end()
         return failed(f"tool {tool.spec.name!r} timed out after {timeout_ms} ms")
     except Exception as exc:  # noqa: BLE001 - the tool's edge: the model is told, the host stays up
         return _failure(tool, ctx, exc)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -240,5 +241,82 @@ def test_mcp_serve_keeps_structured_content_no_hook_changed(tmp_path: Path) -> N
         params = types.CallToolRequestParams(name="lookup", arguments={"key": "k"})
         answer = asyncio.run(server.call_tool(None, params))
         assert answer.structured_content == {"key": "k", "value": "sk-zzz999"}
+    finally:
+        engine.close()
+
+
+# -- a call that timed out -----------------------------------------------------------------
+
+LATE_TOOLKIT = '''"""
+title: Late
+"""
+import time
+
+
+class Tools:
+    def late(self, text: str, __event_emitter__=None) -> str:
+        """Answer after the time limit."""
+        time.sleep(0.6)
+        import asyncio
+
+        asyncio.run(__event_emitter__({"type": "message", "data": {"content": "late " + text}}))
+        return text
+'''
+
+LATE_PLUGIN_YAML = """
+name: late_plugin
+description: Keeps a file after the time limit.
+parameters:
+  - name: text
+    type: str
+    required: true
+    description: the text to keep as a file
+returns:
+  - name: description
+    type: str
+    description: what was kept, for the model
+"""
+
+LATE_PLUGIN = """
+import time
+
+from taskweaver.plugin import Plugin, register_plugin
+
+
+@register_plugin
+class Late(Plugin):
+    def __call__(self, text):
+        time.sleep(0.6)
+        self.ctx.add_artifact(name="late", file_name="late.txt", type="txt", val=text)
+        return "kept"
+"""
+
+
+def test_a_timed_out_call_hands_the_host_nothing_afterwards(tmp_path: Path) -> None:
+    """The call was answered "timed out" (what the tool_result hooks saw); the tool's thread
+    runs on, but what it emits or keeps then reaches neither the host's ``emit`` nor the
+    session's artifacts."""
+    root = write(
+        tmp_path / "config",
+        {
+            "agents/a/agent.yaml": "tools: [late, late_plugin]\n",
+            "agents/a/tools/late.yaml": "kind: openwebui_tools\nfile: late.py\ntimeout_ms: 200\n",
+            "agents/a/tools/late.py": LATE_TOOLKIT,
+            "agents/a/tools/late_plugin.yaml": LATE_PLUGIN_YAML,
+            "agents/a/tools/late_plugin.py": LATE_PLUGIN,
+        },
+    )
+    (root / "engine.yaml").write_text("tools:\n  timeout_ms: 200\n")
+    engine = Engine.load(root, db=str(tmp_path / "store.db"), records=False)
+    try:
+        emitted: list[dict[str, Any]] = []
+        agent = engine.agent("a")
+        first = agent.call_tool("late", {"text": "x"}, session_id="s", emit=emitted.append)
+        second = agent.call_tool("late_plugin", {"text": "x"}, session_id="s")
+        assert first.is_error and "timed out" in first.content
+        assert second.is_error and "timed out" in second.content
+        time.sleep(1.2)  # both threads have finished by now
+        assert emitted == []
+        assert engine.artifacts("s") == []
     finally:
         engine.close()
