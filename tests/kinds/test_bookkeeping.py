@@ -22,8 +22,12 @@ HOOKS = {
     "faq_cache": "kind: faq_cache\nname: faq\n",
 }
 WRITE = {"memory": "memory_note_recall", "faq_cache": "faq_hit"}
-TEACH = ("My name is Alex and I live in Berlin", "Nice to meet you, Alex!")
-ASK = {"memory": "Where do I live?", "faq_cache": "My name is Alex and I live in Berlin"}
+# memory learns what a user tells of themselves; the FAQ cache shares only what is not personal
+TEACH = {
+    "memory": ("My name is Alex and I live in Berlin", "Nice to meet you, Alex!"),
+    "faq_cache": ("How long does shipping to Berlin take?", "Shipping takes 3 to 5 working days."),
+}
+ASK = {"memory": "Where do I live?", "faq_cache": "How long does shipping to Berlin take?"}
 
 
 def refusing(store: Any, name: str) -> Callable[..., None]:
@@ -49,7 +53,7 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 def recalled(kind: str, out: Any) -> bool:
     if kind == "memory":
         return any("lives in Berlin" in m["content"] for m in out.messages)
-    return out.answer == TEACH[1]
+    return out.answer == TEACH["faq_cache"][1]
 
 
 def failures(engine: Engine, kind: str) -> int:
@@ -62,7 +66,7 @@ def test_a_locked_store_does_not_fail_recall(
     engine: Engine, tmp_path: Path, kind: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     agent: Agent = engine.agent(kind)
-    agent.after_turn(*TEACH, user_id="u1", turn_id="t0")
+    agent.after_turn(*TEACH[kind], user_id="u1", turn_id="t0")
     engine.flush()
     with caplog.at_level(logging.WARNING, "engine.kinds"), write_locked(tmp_path / "s.db"):
         out = agent.before_user_message(ASK[kind], user_id="u1", turn_id="t1")
@@ -76,7 +80,7 @@ def test_a_locked_store_does_not_fail_recall(
 @pytest.mark.parametrize("kind", sorted(HOOKS))
 def test_a_failing_bookkeeping_write_is_counted_and_recorded(engine: Engine, kind: str) -> None:
     agent: Agent = engine.agent(kind)
-    agent.after_turn(*TEACH, user_id="u1", turn_id="t0")
+    agent.after_turn(*TEACH[kind], user_id="u1", turn_id="t0")
     store: Any = agent.pipeline.slots[0].hook.store  # type: ignore[attr-defined]
     setattr(store, WRITE[kind], refusing(store, WRITE[kind]))
     try:
