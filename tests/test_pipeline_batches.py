@@ -365,6 +365,7 @@ def test_ten_real_script_hooks_decide_as_in_a_chain(
         return real(point, ev, calls)
 
     monkeypatch.setattr(pool, "call_batch", counted)
+    monkeypatch.setattr(pool, "ahead", lambda: False)  # no half sent ahead: see below
     out = agent.tool_call("t", {"n": 0}, user_id="u1")
     assert out.input == {"n": 10}
     assert out.notices == [f"saw {i}" for i in range(10)]
@@ -421,3 +422,203 @@ def test_the_kinds_that_wait_on_a_store_or_an_llm_say_so() -> None:
 
     assert MemoryHook.blocks and FaqCacheHook.blocks
     assert not InjectHook.blocks and not EscalateHook.blocks
+
+
+# -- the second half sent ahead (send_split) -------------------------------------------------
+
+
+@dataclass
+class SplitPool(FakePool):
+    """``call_split`` by the rules of WorkerPool.call_split: both halves run on the event as
+    it is now (the second as if the first changed nothing), or, with ``spare`` False, the
+    whole batch runs in turn and the second list is None."""
+
+    spare: bool = True
+    splits: list[int] = field(default_factory=list)
+
+    def call_split(
+        self, point: str, event: dict[str, Any], calls: Sequence[FakeCall], at: int
+    ) -> tuple[list[CallResult | ScriptError], list[CallResult | ScriptError] | None]:
+        self.splits.append(at)
+        if not self.spare:
+            return self.call_batch(point, event, calls), None
+        ahead = self.call_batch(point, event, calls[at:])  # runs first here: order is free
+        return self.call_batch(point, event, calls[:at]), ahead
+
+
+@dataclass
+class SplitHook(FakeScriptHook):
+    def send_split(self, point: str, event: dict[str, Any], calls: list[FakeCall], at: int) -> Any:
+        assert isinstance(self.pool, SplitPool)
+        return self.pool.call_split(point, event, calls, at)
+
+
+def split_hooks(pool: FakePool, scripts: list[Script], **kw: Any) -> list[FakeScriptHook]:
+    return [SplitHook(f"s{i}", s, pool, **kw) for i, s in enumerate(scripts)]
+
+
+def outcome_shape(out: Any) -> tuple[Any, ...]:
+    """What a host and the records see of an outcome: the decision and each hook's part."""
+    hooks_seen = [(r.name, r.status, r.logs, r.cause) for r in out.hooks]
+    return out.decision(), out.input, out.question, out.failed, out.shadow, hooks_seen
+
+
+def blocking(ev: dict[str, Any]) -> Any:
+    return {"block": "no"}
+
+
+SPLIT_CASES: dict[str, tuple[list[Script], dict[str, Any]]] = {
+    "all pass": ([noting("x")] * 10, {}),
+    "a change in the first half": ([noting("x")] * 2 + [counting] + [noting("x")] * 7, {}),
+    "a change in each half": ([counting] + [noting("x")] * 5 + [counting] * 4, {}),
+    "a change in the second half": ([noting("x")] * 7 + [counting] * 3, {}),
+    "a block in the first half": ([noting("x")] * 3 + [blocking] + [counting] * 6, {}),
+    "a block in the second half": ([noting("x")] * 8 + [blocking] + [counting], {}),
+    "a failure in the first half, ignored": (
+        [noting("x")] + [failing] + [noting("x")] * 4,
+        {"on_error": OnError.IGNORE},
+    ),
+    "a failure in the second half, ignored": (
+        [noting("x")] * 5 + [failing],
+        {"on_error": OnError.IGNORE},
+    ),
+    "a failure in the second half": ([noting("x")] * 5 + [failing], {}),
+    "shadow hooks": ([blocking, counting, noting("x"), counting], {"mode": Mode.SHADOW}),
+    "four hooks": ([noting("x")] * 4, {}),
+}
+
+
+@pytest.mark.parametrize("point", [Point.TOOL_CALL, Point.AFTER_TURN])
+@pytest.mark.parametrize("case", list(SPLIT_CASES))
+def test_a_half_sent_ahead_gives_the_outcome_of_the_hooks_run_in_turn(
+    services: Services, case: str, point: Point
+) -> None:
+    scripts, kw = SPLIT_CASES[case]
+    if point is Point.AFTER_TURN:  # after_turn takes no input: count in a notice instead
+        scripts = [noting("x") if s is counting else s for s in scripts]
+    serial_pool, split_pool = FakePool(), SplitPool()
+    serial = run(pipeline(*hooks(serial_pool, scripts, **kw)), point, services)
+    ahead = run(pipeline(*split_hooks(split_pool, scripts, **kw)), point, services)
+    assert outcome_shape(ahead) == outcome_shape(serial)
+    n = len(scripts)
+    assert split_pool.splits[0] == n - n // 2, "the first half is the larger"
+
+
+def test_the_half_ahead_is_kept_when_the_first_changed_nothing(services: Services) -> None:
+    pool = SplitPool()
+    batch = split_hooks(pool, [noting("x")] * 5 + [counting] * 5)
+    out = run(pipeline(*batch), Point.TOOL_CALL, services)
+    assert pool.trips == [[f"s{i}" for i in range(5, 10)], [f"s{i}" for i in range(5)]]
+    assert out.input == {"n": 5} and [len(h.seen) for h in batch] == [1] * 10
+
+
+def test_the_half_ahead_goes_again_in_turn_after_a_change_before_it(services: Services) -> None:
+    pool = SplitPool()
+    batch = split_hooks(pool, [counting] + [noting("x")] * 9)
+    out = run(pipeline(*batch), Point.TOOL_CALL, services)
+    ahead, first, *again = pool.trips
+    assert ahead == [f"s{i}" for i in range(5, 10)] and first == [f"s{i}" for i in range(5)]
+    assert again == [["s8", "s9"], ["s5", "s6", "s7"]] and pool.splits == [5, 3]
+    assert out.input == {"n": 1}
+    assert batch[9].seen[-1]["input"] == {"n": 1}, "the hook ran again on the changed event"
+
+
+def test_a_block_before_the_half_ahead_leaves_it_unrecorded(services: Services) -> None:
+    pool = SplitPool()
+    batch = split_hooks(pool, [blocking] + [counting] * 5)
+    out = run(pipeline(*batch), Point.TOOL_CALL, services)
+    assert out.blocked and out.reason == "no"
+    assert [r.status for r in out.hooks] == ["decided"] + ["skipped"] * 5
+    assert all(r.logs == [] for r in out.hooks[1:]), "what ran ahead left no trace"
+
+
+def test_no_spare_worker_runs_the_batch_in_turn(services: Services) -> None:
+    pool = SplitPool(spare=False)
+    out = run(pipeline(*split_hooks(pool, [counting] * 6)), Point.TOOL_CALL, services)
+    assert pool.trips == [[f"s{i}" for i in range(6)]] and out.input == {"n": 6}
+
+
+def test_fewer_than_four_calls_are_never_split(services: Services) -> None:
+    pool = SplitPool()
+    out = run(pipeline(*split_hooks(pool, [counting] * 3)), Point.TOOL_CALL, services)
+    assert pool.splits == [] and pool.trips == [["s0", "s1", "s2"]] and out.input == {"n": 3}
+
+
+def test_the_async_driver_runs_a_splittable_batch_in_turn(services: Services) -> None:
+    pool = SplitPool()
+    pipe = pipeline(*split_hooks(pool, [counting] * 6))
+    ev = event(Point.TOOL_CALL)
+    out = asyncio.run(aevaluate(pipe, Point.TOOL_CALL, ev, services))
+    assert pool.splits == [] and pool.trips == [[f"s{i}" for i in range(6)]]
+    assert out.input == {"n": 6}
+
+
+PASS_JS = """function on_tool_call(event, host) {
+  host.state.set('seen', event.input.n);
+  return null;
+}
+"""
+PASS_PY = """def on_tool_call(event, host):
+    host.state.set('seen', event['input']['n'])
+    return None
+"""
+BLOCK_JS = "function on_tool_call(event, host) { return {block: 'stop here'}; }\n"
+LOOP_JS = "function on_tool_call(event, host) { for (;;) {} }\n"
+
+
+def split_shape(out: Any) -> tuple[Any, ...]:
+    hooks_seen = [(r.name, r.status, r.cause, r.extras.get("state_writes")) for r in out.hooks]
+    return out.decision(), out.input, out.notices, out.failed, hooks_seen
+
+
+@pytest.mark.parametrize(
+    "sources",
+    [
+        [PASS_JS, PASS_PY] * 3,  # nothing changes: the half ahead is kept
+        [COUNT_JS, PASS_JS, PASS_PY, PASS_JS, COUNT_PY, PASS_PY],  # a change before it
+        [PASS_JS] * 4 + [COUNT_JS, COUNT_PY],  # changes only in the half ahead
+        [PASS_JS, BLOCK_JS, PASS_JS, LOOP_JS, PASS_JS, PASS_JS],  # a block, a loop ahead
+        [PASS_JS, PASS_PY, PASS_JS, LOOP_JS, PASS_JS, PASS_JS],  # the loop decides
+    ],
+    ids=["kept", "changed-before", "changed-ahead", "block-before-loop", "loop-ahead"],
+)
+def test_real_script_hooks_sent_ahead_decide_as_in_turn(
+    project: Callable[[dict[str, str]], Path],
+    load: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+    sources: list[str],
+) -> None:
+    engine = load(script_agent(project, sources))
+    agent, pool = engine.agent("a"), engine.sandbox()
+    went: list[bool] = []
+    real = pool.call_split
+
+    def noted(point: str, ev: dict[str, Any], calls: Sequence[Any], at: int) -> Any:
+        first, ahead = real(point, ev, calls, at)
+        went.append(ahead is not None)
+        return first, ahead
+
+    trips: list[int] = []
+    in_turn = pool.call_batch
+
+    def counted(point: str, ev: dict[str, Any], calls: Sequence[Any]) -> Any:
+        trips.append(len(calls))
+        return in_turn(point, ev, calls)
+
+    monkeypatch.setattr(pool, "call_split", noted)
+    monkeypatch.setattr(pool, "call_batch", counted)
+    outcomes, batches = {}, {}
+    for ahead in (False, True):
+        monkeypatch.setattr(pool, "ahead", lambda ahead=ahead: ahead)
+        trips.clear()
+        outcomes[ahead] = agent.tool_call("t", {"n": 0}, user_id=f"u-{ahead}")
+        batches[ahead] = list(trips)
+    assert split_shape(outcomes[True]) == split_shape(outcomes[False])
+    assert went == [False, True], "in turn, then the second half ahead on a spare worker"
+    assert batches[False] == [6]
+    if sources[0] == PASS_JS and COUNT_JS not in sources[:3] and BLOCK_JS not in sources:
+        assert batches[True] == [3], "the three calls ahead were kept: none ran again"
+    elif COUNT_JS in sources[:3]:
+        assert batches[True] == [3, 3], "the three calls ahead ran again on the changed event"
+    if LOOP_JS in sources and BLOCK_JS not in sources:
+        assert outcomes[True].blocked and "s3" in (outcomes[True].reason or "")
