@@ -28,16 +28,6 @@ class Batch:
     point: str
     event: dict[str, Any]
     calls: list[Any]
-    split: int = 0
-    """Where the calls may be cut in two halves run at once (0: never): the sync driver then
-    uses ``send_split``, whose answer is a pair (see ``script_hooks``)."""
-
-
-SPLIT_CALLS = 4
-"""A run of at least this many script calls offers to send its second half ahead, at the same
-time on a second worker (``WorkerPool.call_split``: only when one is spare and the machine has
-a core to spare). The second half runs on the event as it is before the first: its answers
-are kept only if the first half left the event as it was, else it goes again in turn."""
 
 
 @dataclass(slots=True)
@@ -64,27 +54,11 @@ def script_hooks(run: Run, slots: tuple[Slot, ...]) -> Generator[Step, Any, None
         prepared, failed = _prepare(run, left)
         if prepared:
             started = time.perf_counter()
-            sent = run.seen
-            at = len(prepared) - len(prepared) // 2 if len(prepared) >= SPLIT_CALLS else 0
             answer = yield Batch(
-                prepared[0].slot.hook, run.name, sent, [p.call for p in prepared], at
+                prepared[0].slot.hook, run.name, run.seen, [p.call for p in prepared]
             )
             trip_ms = (time.perf_counter() - started) * 1000
-            if isinstance(answer, tuple):  # send_split's: the first half, the half ahead
-                first, ahead = answer
-                if ahead is None:  # nothing went ahead: one batch in turn
-                    done = _take_results(run, prepared, first, trip_ms)
-                else:
-                    done = _take_results(run, prepared[:at], first, trip_ms)
-                    if (
-                        ahead
-                        and done == at
-                        and not run.stopped
-                        and (run.seen is sent or run.seen == sent)
-                    ):
-                        done += _take_results(run, prepared[at:], ahead, trip_ms)
-            else:
-                done = _take_results(run, prepared, answer, trip_ms)
+            done = _take_results(run, prepared, answer, trip_ms)
             left = left[done:]
             if done < len(prepared):
                 continue

@@ -206,10 +206,6 @@ async def aevaluate(
 
 def _sent(step: Batch) -> Any:
     try:
-        if step.split:
-            split = getattr(step.runner, "send_split", None)
-            if split is not None:
-                return split(step.point, step.event, step.calls, step.split)
         return step.runner.send_batch(step.point, step.event, step.calls)
     except Exception as exc:  # noqa: BLE001 - the core fails the batch's hook
         return exc

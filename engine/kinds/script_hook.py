@@ -233,13 +233,6 @@ class ScriptHook(SpecHook):
         the event as JSON: scripts get a copy, never a host object."""
         return self.pool.call_batch(point, event, calls)
 
-    def send_split(
-        self, point: str, event: dict[str, Any], calls: list[BatchCall], at: int
-    ) -> tuple[list[CallResult | ScriptError], list[CallResult | ScriptError] | None]:
-        """``send_batch`` with ``calls[at:]`` sent ahead on a second worker when one is spare
-        (see WorkerPool.call_split)."""
-        return self.pool.call_split(point, event, calls, at)
-
     async def asend_batch(
         self, point: str, event: dict[str, Any], calls: list[BatchCall]
     ) -> list[CallResult | ScriptError]:

@@ -64,12 +64,6 @@ def _load() -> CpuLoad:
     return _LOAD
 
 
-def machine_quiet() -> bool:
-    """Whether the machine has a core to spare now (``CpuLoad``, looked at every
-    ``_LOAD_EVERY_S`` at most)."""
-    return _load().quiet(time.perf_counter())
-
-
 class Spin:
     """How long the host waits hot for one worker's next answer before its blocking poll.
 

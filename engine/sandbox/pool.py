@@ -203,21 +203,6 @@ class Workers:
                 self._freed.notify_all()  # a waiter behind this one may be served now
                 raise
 
-    def take_spare(self, owner: str | None) -> Worker | None:
-        """A free worker for ``owner`` now, if one idles and no call waits for a worker (work
-        done ahead of its turn never takes one from a call that needs it); None otherwise.
-        Never waits and never raises: the caller runs the work in turn instead."""
-        with self._lock:
-            if self._waiting or self._waiters or not self._idle or self._closed:
-                return None
-            if owner is not None and owner in self._kills.quarantined:
-                return None
-            if self._at_cap(owner):
-                return None
-            if owner is not None:
-                self._busy[owner] = self._busy.get(owner, 0) + 1
-            return self._idle.pop()
-
     async def atake(self, owner: str | None, *, timeout_s: float) -> Worker:
         """``take`` for the event loop: waits for a free worker without blocking the loop.
 

@@ -7,7 +7,7 @@ import logging
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import (
@@ -18,7 +18,6 @@ from engine.errors import (
     ScriptRuntimeError,
 )
 from engine.points import Point, suggest
-from engine.sandbox import hotwait
 from engine.sandbox.batch import Batch, ConfigTexts, Exchange, answer_cap, failure_of
 from engine.sandbox.guards import TOOL_ENTRY
 from engine.sandbox.jsscope import context_capacity
@@ -68,9 +67,6 @@ class WorkerPool:
         self._held_lock = threading.Lock()
         self._warned = False
         self._draining: set[asyncio.Task[None]] = set()
-        self.ahead: Callable[[], bool] = _core_to_spare
-        """Whether ``call_split`` may send a half ahead now (besides a spare worker): while
-        the machine has a core to spare. Tests set it to always or never."""
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -233,57 +229,12 @@ class WorkerPool:
         call's owner; a quarantined or busy owner's error takes the place of its call.
         """
         batch = Batch(point, event, calls)
-        self._run(batch)
-        return batch.results
-
-    def call_split(
-        self, point: str, event: dict[str, Any], calls: Sequence[BatchCall], at: int
-    ) -> tuple[list[CallResult | ScriptError], list[CallResult | ScriptError] | None]:
-        """``call_batch`` of ``calls[:at]``, and of ``calls[at:]`` at the same time on a second
-        worker, ahead of its turn: on ``event`` as it is now, as if no call before ``at``
-        changed it (the caller keeps those results only if none did, see engine/batches.py).
-
-        The second half goes ahead only while the machine has a core to spare (``CpuLoad``),
-        a worker idles and no call waits for one; otherwise the whole batch runs in turn on
-        one worker and the second list is None (the first then holds every call's result).
-        The calls ahead keep their own limits, deadlines, shares and kill counts, as in turn.
-        """
-        spare = self._workers.take_spare(calls[at].owner) if self.ahead() else None
-        if spare is None:
-            return self.call_batch(point, event, calls), None
-        ahead = Batch(point, event, calls[at:])
-        exchange = self._open(ahead, spare)
-        assert exchange is not None  # a worker was given
-        try:
-            if exchange.data:
-                exchange.worker.send(exchange.data)
-                exchange.sent()
-        except WorkerDied as exc:
-            exchange.died(exc)
-        except BaseException:
-            exchange.abandon()
-            exchange.finish()
-            raise
-        try:
-            first = self.call_batch(point, event, calls[:at])
-        except BaseException:
-            exchange.abandon()  # its answers will not be read: stop it, blaming no hook
-            exchange.finish()
-            raise
-        self._run(ahead, exchange)
-        return first, ahead.results
-
-    def _run(self, batch: Batch, exchange: Exchange | None = None) -> None:
-        """Run ``batch`` to its end, one exchange after another; ``exchange``: one already
-        sent (or failed to send), whose answers are read first."""
-        while exchange is not None or not batch.finished:
-            sent = exchange is not None
+        while not batch.finished:
+            exchange = self._open(batch, self._take(batch))
             if exchange is None:
-                exchange = self._open(batch, self._take(batch))
-                if exchange is None:
-                    continue
+                continue
             try:
-                if not sent and exchange.data:
+                if exchange.data:
                     exchange.worker.send(exchange.data)
                     exchange.sent()
                 while exchange.expecting:
@@ -292,7 +243,7 @@ class WorkerPool:
                 exchange.died(exc)
             finally:
                 exchange.finish()
-            exchange = None
+        return batch.results
 
     async def acall_batch(
         self, point: str, event: dict[str, Any], calls: Sequence[BatchCall]
@@ -418,11 +369,6 @@ class WorkerPool:
             if failure is not None:
                 raise failure
         return answer
-
-
-def _core_to_spare() -> bool:
-    """Whether the machine has a core to spare now (engine/sandbox/hotwait.py ``CpuLoad``)."""
-    return hotwait.machine_quiet()
 
 
 async def _areceive(exchange: Exchange) -> None:
