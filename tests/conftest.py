@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -137,6 +138,80 @@ def copy_demo(folder: Path) -> Path:
 
     shutil.copytree(REPO / "config", folder / "config")
     return folder / "config"
+
+
+LONG_TESTS = {
+    (
+        "tests/test_config_fuzz.py",
+        "test_mutated_configs_give_exit_0_or_2_without_a_traceback_in_bounded_time_and_memory",
+    ): 200,
+    (
+        "tests/test_load_timeouts.py",
+        "test_harmless_calls_are_never_refused_while_other_processes_burn_the_cores[js-100000]",
+    ): 170,
+    ("tests/test_typing.py", "test_mypy_reports_no_errors_in_engine"): 100,
+    (
+        "tests/test_stress.py",
+        "test_attackers_for_a_minute_cross_nothing_lose_nothing_allow_nothing",
+    ): 66,
+    (
+        "tests/test_load_timeouts.py",
+        "test_harmless_calls_are_never_refused_while_other_processes_burn_the_cores[py-20000]",
+    ): 36,
+    (
+        "tests/test_bench_recall.py",
+        "test_the_memory_hook_recalls_at_least_as_well_as_bm25_over_raw_turns",
+    ): 18,
+    ("tests/http/test_decisions.py", "test_schemathesis_finds_no_server_error_on_any_route"): 18,
+    ("tests/test_tutorial.py", "test_the_tutorial_runs_exactly_as_written[javascript]"): 12,
+    ("tests/test_tutorial.py", "test_the_tutorial_runs_exactly_as_written[python]"): 12,
+    (
+        "tests/sandbox/test_pattern_engine.py",
+        "test_the_native_expression_finds_what_the_program_finds",
+    ): 12,
+    (
+        "tests/store/test_durability.py",
+        "test_four_processes_writing_at_once_lose_nothing[postgres]",
+    ): 11,
+    (
+        "tests/test_config_fuzz.py",
+        "test_mutated_configs_through_the_console_script_under_a_memory_cap",
+    ): 11,
+    ("tests/sandbox/test_hostclock.py", "test_the_clock_leaves_out_collector_pauses"): 11,
+    ("tests/http/test_http.py", "test_schemathesis_finds_no_server_error"): 10,
+    ("tests/test_event_fast_path.py", "test_plain_copy_is_the_walk_or_steps_aside"): 10,
+}
+"""The longest tests (seconds on the 2-core CI machine, ``--durations``) by file and name: started
+first, spread over the workers, so that none of them starts last and runs alone at the end."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Order the run for pytest-xdist's ``worksteal`` (pyproject.toml): it gives worker i the
+    i-th equal slice of this list and lets an idle worker take the tail of another's. The long
+    tests go to the front of the slices, the longest first and each to the slice with the
+    least long work so far; the first two (the fuzz and the load test that burns two cores)
+    land on different workers at once. Only the order changes: every test still runs."""
+    workers = max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    seconds = {f"{path}::{name}": cost for (path, name), cost in LONG_TESTS.items()}
+    long_items = sorted(
+        (item for item in items if item.nodeid in seconds), key=lambda item: -seconds[item.nodeid]
+    )
+    if not long_items:
+        return
+    chosen = {id(item) for item in long_items}
+    rest = [item for item in items if id(item) not in chosen]
+    bins: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    load = [0] * workers
+    for item in long_items:
+        i = load.index(min(load))
+        bins[i].append(item)
+        load[i] += seconds[item.nodeid]
+    size, ordered = len(items) // workers, []
+    for i, firsts in enumerate(bins):
+        take = max(0, size * (i + 1) - len(ordered) - len(firsts)) if i < workers - 1 else None
+        ordered += firsts + rest[:take]
+        rest = rest[take:] if take is not None else []
+    items[:] = ordered + rest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
