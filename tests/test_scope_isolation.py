@@ -156,6 +156,14 @@ def test_forgetting_a_user_erases_their_script_state_and_their_own_faq_answers(
     assert agent.tool_call("t", {}, user_id="bob").notices == [STATUS[0]]
     assert agent.before_user_message(STATUS[0], user_id="bob").answer == STATUS[1]
     assert agent.before_user_message(shared[0], user_id="carol").answer == shared[1]
+    # ...without naming who taught it
+    import sqlalchemy as sa
+
+    from engine.store.schema import faq_table
+
+    with engine.store.engine.connect() as conn:
+        keys = {row.scope_key for row in conn.execute(sa.select(faq_table.c.scope_key))}
+    assert keys == {"user:bob", "forgotten"}
 
 
 def test_forgetting_a_user_does_not_touch_an_id_that_ends_like_theirs(build: Build) -> None:

@@ -16,6 +16,8 @@ from engine.text import question_key
 INDEX = "faq_index"
 PERSONAL = "@user:"
 """What joins a hook's namespace and a user's id in the namespace of that user's own pairs."""
+FORGOTTEN = "forgotten"
+"""The ``scope_key`` of a shared pair whose teacher was forgotten."""
 MAX_TERM = 100
 
 
@@ -108,7 +110,8 @@ class FaqTables(Database):
     def faq_forget(self, scope: str) -> int:
         """Delete the pairs kept for one user only (``scope: user``: the namespace
         ``<agent>:<hook>@user:<id>``, stored by that user), with their index rows; return how
-        many went. Pairs learned for everyone hold no per-user context and stay."""
+        many went. Pairs learned for everyone hold no per-user context and stay, but no longer
+        name the user who taught them (their ``scope_key`` becomes ``FORGOTTEN``)."""
         kind, _, user = scope.partition(":")
         if kind != "user" or not user:
             return 0
@@ -119,9 +122,13 @@ class FaqTables(Database):
                 sa.select(t.c.id, t.c.namespace).where(t.c.scope_key == scope)
             ).all()
             ids = [int(r.id) for r in rows if r.namespace.endswith(suffix)]
+            shared = [int(r.id) for r in rows if not r.namespace.endswith(suffix)]
             fulltext.remove(conn, INDEX, ids)
             for start in range(0, len(ids), 500):
                 conn.execute(t.delete().where(t.c.id.in_(ids[start : start + 500])))
+            for start in range(0, len(shared), 500):
+                chunk = shared[start : start + 500]
+                conn.execute(t.update().where(t.c.id.in_(chunk)).values(scope_key=FORGOTTEN))
             return len(ids)
 
         return int(self._write(forget))
