@@ -45,15 +45,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("engine.reload")
 
 CLOSE_WAIT_S = 2.0
-
+"""How long ``close()`` waits for the watcher thread, then for a reload in progress."""
 CONFIRM_S = 1.0
 """How long the files of a watched change that takes a guard away (a hook dropped from
 ``agent.yaml``, a script losing an ``on_<point>`` function) must stay as they were read before
 it goes live: a save paused halfway (truncate, part written, the rest later) reads as such a
 change, and the rest of the save, landing meanwhile, is what goes live instead."""
-
 _DEFINED = re.compile(r"\bon_([a-z_]+)\b")
-"""How long ``close()`` waits for the watcher thread, then for a reload in progress."""
 
 
 # -- the reloader --------------------------------------------------------------------------------
