@@ -19,10 +19,13 @@ const SPACES = "\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u20
   "\u202F\u205F\u3000";
 const HEX = "0123456789abcdefABCDEF";
 
+// Patterns are written where they are used, not kept as top-level constants: a RegExp holds
+// state a call changes (lastIndex), and a top level a call wrote to runs on every call from
+// then on, where one of plain data (strings, arrays) runs once per context.
+
 // Commands that delete, found as words: what lies between separators, after its last "/"
 // (so /bin/rm is rm, while --rm and /srv/rm/ are not).
 const COMMANDS = ["rm", "unlink", "rmdir", "shred", "srm", "wipe", "wipefs", "truncate", "mkfs"];
-const SEPARATORS = /[\t\n\r;&|(){}$!=:]/g;
 
 // [words, pattern]: a pattern runs only on text holding one of its words (a cheap check first).
 const DESTRUCTIVE = [
@@ -42,11 +45,6 @@ const DESTRUCTIVE = [
 const NAME_WORDS = ["del", "remove", "rm", "drop", "destroy", "erase", "purge", "wipe",
   "truncate", "unlink", "shred"];
 const DELETING_NAME = "(^|_)(delete|del|remove|rm|drop|destroy|erase|purge|wipe|truncate|unlink|rmdir|shred)(_|$)";
-
-// Any word of DESTRUCTIVE at all (one native search before the loop; keep it in step with
-// DESTRUCTIVE), and a tool name with nothing to fold or split.
-const DESTRUCTIVE_WORD = /rsync|find|dd|git|mv|cp|rmtree|removedirs|sync|os\.|\.unlink|\.rmdir|drop|delete/;
-const PLAIN_NAME = /^[a-z0-9_]*$/;
 
 function isHex(text) {
   for (var i = 0; i < text.length; i++) {
@@ -102,7 +100,7 @@ function withoutSafeRedirections(text) {
 }
 
 function toolWords(name) {
-  if (PLAIN_NAME.test(name)) { return name; }  // nothing to fold, split or lower-case
+  if (/^[a-z0-9_]*$/.test(name)) { return name; }  // nothing to fold, split or lower-case
   var text = fold(name);
   if (text.toLowerCase() !== text) {
     var out = [];
@@ -135,7 +133,7 @@ function deletingName(tool, forbidden, host) {
 }
 
 function runsDeletingCommand(text) {
-  text = text.replace(SEPARATORS, " ");
+  text = text.replace(/[\t\n\r;&|(){}$!=:]/g, " ");  // the separators
   var words = text.split(" ");
   for (var j = 0; j < words.length; j++) {
     var word = words[j].substr(words[j].lastIndexOf("/") + 1);
@@ -164,7 +162,8 @@ function on_tool_call(event, host) {
   }
   var text = withoutSafeRedirections(shellText(command));
   var found = text.indexOf(">") >= 0 || runsDeletingCommand(text);
-  if (!found && !DESTRUCTIVE_WORD.test(text)) {
+  // any word of DESTRUCTIVE at all, in one native search (keep it in step with DESTRUCTIVE)
+  if (!found && !/rsync|find|dd|git|mv|cp|rmtree|removedirs|sync|os\.|\.unlink|\.rmdir|drop|delete/.test(text)) {
     return null;
   }
   for (var i = 0; i < DESTRUCTIVE.length && !found; i++) {

@@ -612,8 +612,8 @@ def test_allow_commands_runs_only_listed_tools_and_commands(tmp_path: Path, lang
 
 
 def test_no_deletes_js_looks_for_every_destructive_word_before_its_patterns() -> None:
-    """no_deletes.js skips its DESTRUCTIVE loop when DESTRUCTIVE_WORD finds none of the loop's
-    words: a word missing from that one expression would let its pattern's commands through."""
+    """no_deletes.js skips its DESTRUCTIVE loop when one expression finds none of the loop's
+    words: a word missing from it would let its pattern's commands through."""
     source = (REPO / "config" / "scripts" / "no_deletes.js").read_text(encoding="utf-8")
     table = source[
         source.index("const DESTRUCTIVE = [") : source.index(
@@ -625,7 +625,47 @@ def test_no_deletes_js_looks_for_every_destructive_word_before_its_patterns() ->
         for group in re.findall(r"^\s*\[\[([^\]]*)\]", table, re.M)
         for w in json.loads(f"[{group}]")
     }
-    literal = re.search(r"^const DESTRUCTIVE_WORD = /(.*)/;$", source, re.M)
+    literal = re.search(r"if \(!found && !/(.*)/\.test\(text\)\) \{$", source, re.M)
     assert literal is not None and len(words) >= 14
     alternatives = {a.replace("\\.", ".") for a in literal.group(1).split("|")}
     assert alternatives == words
+
+
+@pytest.mark.parametrize(
+    "script",
+    sorted(p.name for p in (REPO / "config" / "scripts").glob("*.js")),
+)
+def test_a_shipped_javascript_top_level_runs_once_per_context(script: str) -> None:
+    """A top level of plain data runs once per context; one holding a RegExp (or any value
+    that is not plain data) runs on every call, which made a 50 KB deny list at the top of a
+    no_deletes.js variant cost a copy per call. The shipped scripts keep theirs once."""
+    from engine.sandbox.javascript import JavaScriptRuntime
+    from engine.sandbox.jsscope import top_level_plan
+    from engine.sandbox.limits import Limits
+
+    source = (REPO / "config" / "scripts" / script).read_text(encoding="utf-8")
+    plan = top_level_plan(source)
+    if plan is None:  # nothing but functions at its top level: nothing to keep
+        assert not re.search(r"^(const|let|var) ", source, re.M), script
+        return
+    js, limits = JavaScriptRuntime(), Limits().as_wire()
+    request = {"source": source, "filename": script, "key": "k", "top_level": plan}
+    assert js.compile({**request, "limits": limits})["ok"]
+    js.prepare()
+    config = EXAMPLE_CONFIG.get(script.removesuffix(".js"), {})
+    call = {
+        "function": "on_tool_call",
+        "script": request,
+        "limits": limits,
+        "limits_key": "l",
+        "config_key": "c",
+        "config_text": json.dumps(config),
+        "state": {},
+    }
+    if "on_tool_call" in source:  # calls may write to what the top level kept: then it is not
+        for name, tool_input in (("shell", {"command": "ls -la /tmp"}), ("read_file", {})):
+            event = json.dumps({"name": name, "input": tool_input, "time": 1.0})
+            answer = js.call_v2(call, event)
+            assert isinstance(answer, str) and answer.startswith('{"ok":true'), answer
+            js.prepare()
+    assert js._recent["k"].plan is not None, f"{script}: its top level would run on every call"
