@@ -19,13 +19,10 @@ const SPACES = "\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u20
   "\u202F\u205F\u3000";
 const HEX = "0123456789abcdefABCDEF";
 
-// Patterns are written where they are used, not kept as top-level constants: a RegExp holds
-// state a call changes (lastIndex), and a top level a call wrote to runs on every call from
-// then on, where one of plain data (strings, arrays) runs once per context.
-
 // Commands that delete, found as words: what lies between separators, after its last "/"
 // (so /bin/rm is rm, while --rm and /srv/rm/ are not).
 const COMMANDS = ["rm", "unlink", "rmdir", "shred", "srm", "wipe", "wipefs", "truncate", "mkfs"];
+const SEPARATORS = ["\t", "\n", "\r", ";", "&", "|", "(", ")", "{", "}", "$", "!", "=", ":"];
 
 // [words, pattern]: a pattern runs only on text holding one of its words (a cheap check first).
 const DESTRUCTIVE = [
@@ -100,7 +97,6 @@ function withoutSafeRedirections(text) {
 }
 
 function toolWords(name) {
-  if (/^[a-z0-9_]*$/.test(name)) { return name; }  // nothing to fold, split or lower-case
   var text = fold(name);
   if (text.toLowerCase() !== text) {
     var out = [];
@@ -125,15 +121,15 @@ function mentions(text, words) {
 
 function deletingName(tool, forbidden, host) {
   var name = toolWords(tool);
-  for (var i = 0; i < forbidden.length; i++) {
-    if (toolWords(forbidden[i]) === name) { return true; }
-  }
+  if (forbidden.map(toolWords).indexOf(name) >= 0) { return true; }
   return host.config.by_name !== false && mentions(name, NAME_WORDS) &&
     host.match(DELETING_NAME, name);
 }
 
 function runsDeletingCommand(text) {
-  text = text.replace(/[\t\n\r;&|(){}$!=:]/g, " ");  // the separators
+  for (var i = 0; i < SEPARATORS.length; i++) {
+    text = text.split(SEPARATORS[i]).join(" ");
+  }
   var words = text.split(" ");
   for (var j = 0; j < words.length; j++) {
     var word = words[j].substr(words[j].lastIndexOf("/") + 1);
@@ -162,10 +158,6 @@ function on_tool_call(event, host) {
   }
   var text = withoutSafeRedirections(shellText(command));
   var found = text.indexOf(">") >= 0 || runsDeletingCommand(text);
-  // any word of DESTRUCTIVE at all, in one native search (keep it in step with DESTRUCTIVE)
-  if (!found && !/rsync|find|dd|git|mv|cp|rmtree|removedirs|sync|os\.|\.unlink|\.rmdir|drop|delete/.test(text)) {
-    return null;
-  }
   for (var i = 0; i < DESTRUCTIVE.length && !found; i++) {
     found = mentions(text, DESTRUCTIVE[i][0]) && host.match(DESTRUCTIVE[i][1], text);
   }
