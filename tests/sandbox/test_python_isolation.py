@@ -258,15 +258,24 @@ SIZE_BOMBS = {
 }
 
 
+@pytest.fixture(scope="module")
+def bomb_worker() -> Iterator[WorkerPool]:
+    # A refusal can take a second of CPU on a slow machine (percent_many_fields sizes 400 000
+    # arguments): the time limit must not be what ends the call.
+    with WorkerPool(size=1, limits=Limits(timeout_ms=10_000, memory_mb=32)) as pool:
+        yield pool
+
+
 @pytest.mark.parametrize("bomb", sorted(SIZE_BOMBS))
-def test_a_size_bomb_is_refused_before_it_allocates(one_worker: WorkerPool, bomb: str) -> None:
-    script = compile_py(one_worker, py_body(SIZE_BOMBS[bomb] + "\nreturn {'leak': len(x)}"), bomb)
-    before = worker_pids(one_worker)
+def test_a_size_bomb_is_refused_before_it_allocates(bomb_worker: WorkerPool, bomb: str) -> None:
+    source = py_body(SIZE_BOMBS[bomb] + "\nreturn {'leak': len(x)}")
+    script = compile_py(bomb_worker, source, bomb)
+    before = worker_pids(bomb_worker)
     with pytest.raises(ScriptLimitError) as info:
-        call(one_worker, script)
+        call(bomb_worker, script)
     assert info.value.cause == "memory"
     # A real MemoryError replaces the worker; a refusal allocated nothing, so it stays.
-    assert worker_pids(one_worker) == before
+    assert worker_pids(bomb_worker) == before
 
 
 def test_unreachable_size_bombs_fail_as_errors(one_worker: WorkerPool) -> None:
