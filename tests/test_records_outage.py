@@ -291,8 +291,13 @@ def test_an_outage_shows_in_status_the_cli_lines_and_http(
 
 
 def mount_tmpfs(folder: Path) -> bool:
-    """Mount a 2 MB tmpfs at ``folder``; False without the right (or the tool) to mount."""
-    command = ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(folder)]
+    """Mount a 16 MB tmpfs at ``folder``; False without the right (or the tool) to mount.
+
+    The store's WAL holds the whole test's records (about 2 MB: below the autocheckpoint, the
+    database file stays one page), and more when a loaded machine writes them in many small
+    transactions (each commit appends its own copy of the pages it touched). A 2 MB disk
+    filled up again after the filler was freed, and recovery never came."""
+    command = ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(folder)]
     try:
         return subprocess.run(command, capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.SubprocessError):
@@ -301,7 +306,7 @@ def mount_tmpfs(folder: Path) -> bool:
 
 @contextlib.contextmanager
 def small_disk(folder: Path) -> Iterator[Callable[[bool], None]]:
-    """A 2 MB tmpfs at ``folder``; yields ``full(on)``: fill it to the last byte, or free it.
+    """A 16 MB tmpfs at ``folder``; yields ``full(on)``: fill it to the last byte, or free it.
 
     Without the right to mount, SQLite's own cap (``PRAGMA max_page_count``) makes the same
     SQLITE_FULL error, set on every connection of the store at ``folder/store.db``.
