@@ -140,20 +140,21 @@ class Reloader:
         except Exception as exc:  # noqa: BLE001 - the reload edge: reported by _rebuild
             return exc
 
-    def reload_host(self, files: tuple[str, ...] = ()) -> list[ReloadEvent]:
-        """Re-read the host layer (engine.yaml, config/hooks); rebuild every agent with it."""
+    def reload_host(self, files: tuple[str, ...] = (), confirm_s: float = 0.0) -> list[ReloadEvent]:
+        """Re-read the host layer (engine.yaml, config/hooks); rebuild every agent with it.
+
+        With ``confirm_s`` (the watcher's ``CONFIRM_S``), a read that takes a host hook or a
+        point it guarded away is used only once the host files are still the same
+        ``confirm_s`` later, and so is each agent's read (``_confirmed``)."""
         engine_yaml = self.root / "engine.yaml"
-        try:
-            settings, specs = read_checked(
-                self.root,
-                engine_yaml,
-                lambda: read_stable(
-                    engine_yaml, lambda: read_host(self.root), lambda r: list(r[1])
-                ),
-            )
-        except Exception as exc:  # noqa: BLE001 - the reload edge: report, keep last good
-            return self._refuse_all(_problems(exc, engine_yaml), files)
-        reads = {n: self._read_agent(n, specs) for n in self.engine.agents}
+        read = self._confirmed_host(self._read_host(), confirm_s)
+        if isinstance(read, Exception):  # the reload edge: report, keep last good
+            return self._refuse_all(_problems(read, engine_yaml), files)
+        settings, specs = read
+        reads = {
+            n: self._confirmed(n, self._read_agent(n, specs), specs, confirm_s)
+            for n in self.engine.agents
+        }
         with self._lock:
             try:
                 slots = self._build(specs, "host", self.engine.host_slots)
@@ -166,6 +167,42 @@ class Reloader:
             return [
                 self._publish(self._rebuild(n, files, reads[n], notes)) for n in self.engine.agents
             ]
+
+    def _read_host(self) -> tuple[Any, tuple[HookSpec, ...]] | Exception:
+        """engine.yaml's settings and the host layer's hooks, read consistently, or the error
+        that stopped the read."""
+        engine_yaml = self.root / "engine.yaml"
+        try:
+            read: tuple[Any, tuple[HookSpec, ...]] = read_checked(
+                self.root,
+                engine_yaml,
+                lambda: read_stable(
+                    engine_yaml, lambda: read_host(self.root), lambda r: list(r[1])
+                ),
+            )
+        except Exception as exc:  # noqa: BLE001 - the reload edge: reported by the caller
+            return exc
+        return read
+
+    def _confirmed_host(
+        self, read: tuple[Any, tuple[HookSpec, ...]] | Exception, confirm_s: float
+    ) -> tuple[Any, tuple[HookSpec, ...]] | Exception:
+        """``_confirmed`` for the host layer: a read that takes a host guard away goes live
+        only if a read ``confirm_s`` later finds the same files."""
+        for _ in range(READ_ATTEMPTS):
+            if confirm_s <= 0 or isinstance(read, Exception):
+                return read
+            if not guarded_by(self.host_specs) - guarded_by(read[1]):
+                return read
+            if self.watcher.stopping.wait(confirm_s):  # closing: nothing goes live anyway
+                return read
+            again = self._read_host()
+            if not isinstance(again, Exception) and host_fingerprint(again) == host_fingerprint(
+                read
+            ):
+                return read  # it stayed: the edit is meant
+            read = again
+        return read
 
     def _refuse_all(self, problems: list[Problem], files: tuple[str, ...]) -> list[ReloadEvent]:
         with self._lock:
@@ -392,7 +429,7 @@ class Reloader:
         touched = {owners[p] for p in relevant}
         files = tuple(sorted(shown(p) for p in relevant))
         if None in touched:
-            return self.reload_host(files)
+            return self.reload_host(files, CONFIRM_S)
         return [self._reload_guarded(n, files) for n in sorted(t for t in touched if t)]
 
     def _reload_guarded(self, name: str, files: tuple[str, ...]) -> ReloadEvent:
@@ -420,12 +457,17 @@ class Reloader:
 
 
 def guarded(spec: AgentSpec) -> set[tuple[str, str]]:
-    """What an agent's hooks guard: (hook file, point) for each point a script hook takes
-    (its ``points:``, else the ``on_<point>`` names its script holds), (hook file, ``*``) for
-    a hook of another kind."""
+    """What an agent's hooks guard (see ``guarded_by``)."""
+    return guarded_by(spec.hooks)
+
+
+def guarded_by(hooks: tuple[HookSpec, ...]) -> set[tuple[str, str]]:
+    """What ``hooks`` guard: (hook file, point) for each point a script hook takes (its
+    ``points:``, else the ``on_<point>`` names its script holds), (hook file, ``*``) for a
+    hook of another kind."""
     known = {str(point) for point in Point}
     found: set[tuple[str, str]] = set()
-    for hook in spec.hooks:
+    for hook in hooks:
         where = str(hook.path)
         if hook.kind != "script_hook":
             found.add((where, "*"))
@@ -450,6 +492,12 @@ def fingerprint(spec: AgentSpec) -> tuple[Any, ...]:
     """What a read of an agent's files found, to tell whether a second read found the same."""
     hooks = tuple((str(h.path), h.version) for h in spec.hooks)
     return (spec.config.model_dump_json(), hooks, spec.tools_version)
+
+
+def host_fingerprint(read: tuple[Any, tuple[HookSpec, ...]]) -> tuple[Any, ...]:
+    """What a read of the host layer found (settings, hook files and versions)."""
+    settings, specs = read
+    return (settings.model_dump_json(), tuple((str(h.path), h.version) for h in specs))
 
 
 def _problems(exc: Exception, owner: Path) -> list[Problem]:

@@ -146,3 +146,82 @@ def test_an_edit_that_adds_a_guard_is_applied_at_once(root: Path, engine: Engine
     (root / "agents/a/agent.yaml").write_text("hooks:\n  - other\n  - guard\n")
     wait_for(lambda: engine.agent("a").tool_call("delete_file", {}).blocked)
     assert time.monotonic() - started < 1.5
+
+
+# -- the host layer (engine.yaml, config/hooks/) ---------------------------------------------
+
+
+@pytest.fixture
+def host_root(tmp_path: Path) -> Path:
+    return write(
+        tmp_path / "host_config",
+        {
+            "engine.yaml": "hooks:\n  - other\n  - guard\n",
+            "hooks/guard.yaml": GUARD_YAML,
+            "hooks/guard.js": GUARD_JS,
+            "hooks/other.yaml": OTHER,
+            "agents/a/agent.yaml": "hooks: [note]\n",
+            "agents/a/hooks/note.yaml": OTHER.replace("name: other", "name: note"),
+        },
+    )
+
+
+@pytest.fixture
+def host_engine(host_root: Path, tmp_path: Path) -> Iterator[Engine]:
+    loaded = Engine.load(host_root, db=str(tmp_path / "host.db"), records=False, watch=True)
+    yield loaded
+    loaded.close()
+
+
+def test_a_host_script_written_in_two_parts_never_lets_the_tool_through(
+    host_root: Path, host_engine: Engine
+) -> None:
+    path = host_root / "hooks/guard.js"
+    seen = run_save(host_engine, lambda: paused_write(path, HALF, GUARD_JS[len(HALF) :], 0.9))
+    assert seen and all(blocked for _, blocked in seen), [b for _, b in seen].count(False)
+    assert host_engine.status()["agents"]["a"]["error"] is None
+
+
+def test_engine_yaml_written_in_two_parts_never_drops_the_host_guard(
+    host_root: Path, host_engine: Engine
+) -> None:
+    path = host_root / "engine.yaml"
+    first, rest = "hooks:\n  - other\n", "  - guard\n"
+    seen = run_save(host_engine, lambda: paused_write(path, first, rest, 0.9))
+    assert seen and all(blocked for _, blocked in seen), [b for _, b in seen].count(False)
+    assert [s.hook.name for s in host_engine.host_slots] == ["other", "guard"]
+
+
+def test_an_edit_that_removes_a_host_guard_is_applied_once_it_stays(
+    host_root: Path, host_engine: Engine
+) -> None:
+    started = time.monotonic()
+    (host_root / "engine.yaml").write_text("hooks:\n  - other\n")
+    wait_for(lambda: not host_engine.agent("a").tool_call("delete_file", {}).blocked)
+    assert time.monotonic() - started >= 1.0  # CONFIRM_S
+    assert [s.hook.name for s in host_engine.host_slots] == ["other"]
+
+
+def test_an_agent_file_cut_while_the_host_layer_reloads_keeps_its_guard(tmp_path: Path) -> None:
+    """A host-layer change reloads every agent: their reads get the same confirm wait."""
+    root = write(
+        tmp_path / "both",
+        {
+            "engine.yaml": "hooks: [note]\n",
+            "hooks/note.yaml": OTHER.replace("name: other", "name: note"),
+            "agents/a/agent.yaml": "hooks:\n  - other\n  - guard\n",
+            "agents/a/hooks/guard.yaml": GUARD_YAML,
+            "agents/a/hooks/guard.js": GUARD_JS,
+            "agents/a/hooks/other.yaml": OTHER,
+        },
+    )
+    path = root / "agents/a/agent.yaml"
+
+    def save() -> None:  # both in one batch of the watcher's: the host layer's reload
+        (root / "engine.yaml").write_text("hooks: [note]\nprocess: other\n")
+        paused_write(path, "hooks:\n  - other\n", "  - guard\n", 0.9)
+
+    with Engine.load(root, db=str(tmp_path / "both.db"), records=False, watch=True) as engine:
+        seen = run_save(engine, save)
+        assert seen and all(blocked for _, blocked in seen), [b for _, b in seen].count(False)
+        assert [s.hook.name for s in engine.agent("a").pipeline.slots] == ["other", "guard", "note"]
