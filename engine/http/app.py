@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Path, Request
+from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
@@ -25,6 +25,7 @@ from engine.http.errors import (
 )
 from engine.http.fast import FastRoute
 from engine.http.limits import Gate
+from engine.points import ID_CAP
 from engine.reload_log import ReloadLog
 from engine.store import Store
 
@@ -152,6 +153,38 @@ ScopePath = Annotated[
         "``template:<name>`` or ``process:<name>``.",
     ),
 ]
+
+
+SCOPE_KINDS = ("user", "session", "template", "process")
+ScopeQuery = Annotated[
+    str,
+    Query(
+        min_length=1,
+        max_length=len("template:") + ID_CAP,
+        description="A scope key: ``user:<id>``, ``session:<id>``, ``template:<name>`` or "
+        f"``process:<name>``; the id 1 to {ID_CAP} characters of any kind (URL-encoded), as "
+        "the Python API takes it.",
+    ),
+]
+
+
+def scope_of_query(scope: str) -> str:
+    """The scope key a ``?scope=`` names, as given (the Python API's ``memory_forget`` takes
+    it so too).
+
+    Raises:
+        ApiError: 422 when it is no ``<kind>:<id>`` with an id of 1 to ``ID_CAP`` characters.
+    """
+    kind, sep, ident = scope.partition(":")
+    if sep and kind in SCOPE_KINDS and 0 < len(ident) <= ID_CAP:
+        return scope
+    msg = (
+        "must be user:<id>, session:<id>, template:<name> or process:<name>; "
+        f"the id 1 to {ID_CAP} characters"
+    )
+    raise ApiError(
+        422, "invalid_input", f"query.scope: {msg}", [{"loc": ["query", "scope"], "msg": msg}]
+    )
 
 
 KEEPERS = frozenset({"memory", "faq_cache"})
@@ -296,11 +329,7 @@ def admin_router(engine: Any) -> APIRouter:
         ``reloads``: the newest successful reloads (time, agent, generation, files, hash)."""
         return {**engine.status(), "reloads": reloads.entries()}
 
-    @api.get(
-        "/v1/memory/{scope}", response_model=MemoryOut, responses=ADMIN_ERRORS, dependencies=admin
-    )
-    def read_memory(scope: ScopePath) -> MemoryOut:
-        """Facts (with importance, stale and retired flags), the rolling summary, episodes."""
+    def read(scope: str) -> MemoryOut:
         views = [store.memory_view(scope) for store in memory_stores(engine)]
         if all(v.empty for v in views):
             raise ApiError(404, "not_found", f"nothing is remembered for scope {scope!r}")
@@ -311,18 +340,45 @@ def admin_router(engine: Any) -> APIRouter:
             episodes=[EpisodeOut(**e.as_data()) for v in views for e in v.episodes],
         )
 
-    @api.delete(
-        "/v1/memory/{scope}", response_model=ForgetOut, responses=ADMIN_ERRORS, dependencies=admin
-    )
-    def forget_memory(scope: ScopePath) -> ForgetOut:
-        """Forget everything remembered about a scope (a user's right to be forgotten); for a
-        ``session:<id>`` scope, the session's tool artifacts too."""
+    def forget(scope: str) -> ForgetOut:
         deleted = sum(store.memory_forget(scope) for store in memory_stores(engine))
         if scope.startswith("session:"):  # the session's tool artifacts, rows and files
             deleted += engine.forget_artifacts(scope.removeprefix("session:"))
         if not deleted:
             raise ApiError(404, "not_found", f"nothing is remembered for scope {scope!r}")
         return ForgetOut(scope=scope, deleted=deleted)
+
+    @api.get(
+        "/v1/memory/{scope}", response_model=MemoryOut, responses=ADMIN_ERRORS, dependencies=admin
+    )
+    def read_memory(scope: ScopePath) -> MemoryOut:
+        """Facts (with importance, stale and retired flags), the rolling summary, episodes."""
+        return read(scope)
+
+    @api.delete(
+        "/v1/memory/{scope}", response_model=ForgetOut, responses=ADMIN_ERRORS, dependencies=admin
+    )
+    def forget_memory(scope: ScopePath) -> ForgetOut:
+        """Forget everything remembered about a scope (a user's right to be forgotten); for a
+        ``session:<id>`` scope, the session's tool artifacts too."""
+        return forget(scope)
+
+    @api.api_route("/v1/memory/", methods=["GET", "DELETE"], include_in_schema=False)
+    def no_scope(request: Request) -> None:
+        """A 404 in the common body, as before ``/v1/memory`` existed (not a redirect there)."""
+        raise ApiError(404, "not_found", f"no route {request.url.path}")
+
+    @api.get("/v1/memory", response_model=MemoryOut, responses=ADMIN_ERRORS, dependencies=admin)
+    def read_memory_of(scope: ScopeQuery) -> MemoryOut:
+        """``GET /v1/memory/{scope}`` for any id (``?scope=user:team%2Falice``): one with
+        ``/``, whitespace or any other character the path form does not take."""
+        return read(scope_of_query(scope))
+
+    @api.delete("/v1/memory", response_model=ForgetOut, responses=ADMIN_ERRORS, dependencies=admin)
+    def forget_memory_of(scope: ScopeQuery) -> ForgetOut:
+        """``DELETE /v1/memory/{scope}`` for any id (``?scope=user:team%2Falice``): one with
+        ``/``, whitespace or any other character the path form does not take."""
+        return forget(scope_of_query(scope))
 
     return api
 
