@@ -705,7 +705,13 @@ class Agent(PointCalls):
         """Keep the event's question as the session's last prompt; a store failure is logged,
         not raised (the decision does not depend on it)."""
         try:
-            self.engine.store.turn_log_put(self.name, session_id, event["question"], event["time"])
+            self.engine.store.turn_log_put(
+                self.name,
+                session_id,
+                event["question"],
+                event["time"],
+                user_id=event["scope"].get("user_id"),
+            )
         except StoreError as exc:
             log.warning("agent %s: the session's last prompt was not kept: %s", self.name, exc)
 

@@ -82,9 +82,12 @@ class Store(Protocol):
         """Open the store's file anew after ``file_lost`` (create and migrate it)."""
         ...
 
-    def turn_log_put(self, agent: str, session_id: str, question: str, time: str) -> None:
-        """Keep ``question`` as the last user prompt of ``agent``'s session (one row per
-        session, overwritten by the next; ``memory_forget`` of ``session:<id>`` deletes it)."""
+    def turn_log_put(
+        self, agent: str, session_id: str, question: str, time: str, *, user_id: str | None = None
+    ) -> None:
+        """Keep ``question`` as the last user prompt of ``agent``'s session, sent by
+        ``user_id`` (one row per session, overwritten by the next; ``memory_forget`` of
+        ``session:<id>``, or of ``user:<id>`` for the user who sent it, deletes it)."""
         ...
 
     def turn_log_get(self, agent: str, session_id: str) -> str | None:
@@ -290,7 +293,8 @@ class Store(Protocol):
 
     def memory_forget(self, scope: str) -> int:
         """Delete everything kept about a scope (memory, entries, approvals, script state,
-        the FAQ answers kept for that user only); return how many rows went."""
+        the last prompt of the session or of the user's sessions, the FAQ answers kept for
+        that user only); return how many rows went."""
         ...
 
     def artifact_add(self, row: ArtifactRow) -> None:

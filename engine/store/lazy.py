@@ -35,15 +35,17 @@ _INSERT = (
 HOST_WIDTH = 40
 """The width of the records table's ``host`` column."""
 TURN_LOG_PUT = (
-    "INSERT INTO turn_log (agent, session_id, question, time) VALUES ({0}, {0}, {0}, {0}) "
+    "INSERT INTO turn_log (agent, session_id, question, time, user_id) "
+    "VALUES ({0}, {0}, {0}, {0}, {0}) "
     "ON CONFLICT (agent, session_id) DO UPDATE "
-    "SET question = excluded.question, time = excluded.time"
+    "SET question = excluded.question, time = excluded.time, user_id = excluded.user_id"
 )
-"""Keep the last prompt of an agent's session (both SQLite and PostgreSQL; ``{0}``: the
-driver's parameter mark)."""
+"""Keep the last prompt of an agent's session and the user who sent it (both SQLite and
+PostgreSQL; ``{0}``: the driver's parameter mark)."""
 TURN_LOG_GET = "SELECT question FROM turn_log WHERE agent = {0} AND session_id = {0}"
 TURN_LOG_WIDTHS = (200, 300)
-"""The widths of the turn log's ``agent`` and ``session_id`` columns."""
+"""The widths of the turn log's ``agent`` and ``session_id`` columns (``user_id``'s is the
+session's)."""
 
 
 def turn_log_row(agent: str, session_id: str, *rest: str) -> tuple[str, ...]:
@@ -51,6 +53,11 @@ def turn_log_row(agent: str, session_id: str, *rest: str) -> tuple[str, ...]:
     widths, every text with NULs and lone surrogates escaped (PostgreSQL stores neither)."""
     a, s = TURN_LOG_WIDTHS
     return tuple(escape_text(text) for text in (agent[:a], session_id[:s], *rest))
+
+
+def turn_log_user(user_id: str | None) -> str | None:
+    """A user id as the turn log keeps it (as ``turn_log_row`` keeps a session id)."""
+    return None if user_id is None else escape_text(user_id[: TURN_LOG_WIDTHS[1]])
 
 
 def open_lazy_store(
@@ -182,14 +189,16 @@ class LazyStore:
         except sqlite3.Error as exc:
             raise StoreError(f"store {self.url}: write failed: {exc}") from exc
 
-    def turn_log_put(self, agent: str, session_id: str, question: str, time: str) -> None:
+    def turn_log_put(
+        self, agent: str, session_id: str, question: str, time: str, *, user_id: str | None = None
+    ) -> None:
         """As ``SqlStore.turn_log_put``: the session's last prompt, in one write."""
-        row = turn_log_row(agent, session_id, question, time)
+        row = (*turn_log_row(agent, session_id, question, time), turn_log_user(user_id))
         with self._lock:
             if self._conn is not None:
                 self._write(self._conn, TURN_LOG_PUT.format("?"), [row])
                 return
-        self.full().turn_log_put(agent, session_id, question, time)
+        self.full().turn_log_put(agent, session_id, question, time, user_id=user_id)
 
     def turn_log_get(self, agent: str, session_id: str) -> str | None:
         """As ``SqlStore.turn_log_get``: the session's last prompt (None: none kept)."""

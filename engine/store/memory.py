@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from engine.store import fulltext
 from engine.store.db import Database, inserted_key
 from engine.store.faq import clip_terms
-from engine.store.lazy import turn_log_row
+from engine.store.lazy import turn_log_row, turn_log_user
 from engine.store.models import (
     Episode,
     Fact,
@@ -26,6 +26,7 @@ from engine.store.models import (
     NewFact,
 )
 from engine.store.schema import (
+    entries_table,
     episodes_table,
     facts_table,
     recalls_table,
@@ -517,10 +518,7 @@ class MemoryTables(Database):
                 summaries_table,
             ):
                 gone += conn.execute(table.delete().where(table.c.scope == scope)).rowcount
-            if scope.startswith("session:"):  # the session's last prompt (the turn log)
-                key = turn_log_row("", scope.removeprefix("session:"))[1]
-                session = turn_log_table.c.session_id == key
-                gone += conn.execute(turn_log_table.delete().where(session)).rowcount
+            gone += conn.execute(turn_log_table.delete().where(_last_prompts(scope))).rowcount
             return gone
 
         return int(self._write(forget))
@@ -535,3 +533,18 @@ class MemoryTables(Database):
         docs = [fulltext.fact_doc(i) for i in facts] + [fulltext.episode_doc(i) for i in episodes]
         fulltext.remove(conn, INDEX, docs)
         return len(docs)
+
+
+def _last_prompts(scope: str) -> sa.ColumnElement[bool]:
+    """The turn log rows ``scope`` owns: a session's last prompt; for a user, the last
+    prompt of each session they sent it in (rows written before schema 10 name no user: those
+    of the sessions the user's conversation entries name). Other scopes own none."""
+    t, kind, value = turn_log_table, *scope.partition(":")[::2]
+    if kind == "session" and value:
+        return t.c.session_id == turn_log_row("", value)[1]
+    if kind != "user" or not value:
+        return sa.false()
+    e = entries_table
+    theirs = sa.select(e.c.agent, e.c.session_id).where(e.c.user_id == value)
+    unnamed = t.c.user_id.is_(None) & sa.tuple_(t.c.agent, t.c.session_id).in_(theirs)
+    return (t.c.user_id == turn_log_user(value)) | unnamed

@@ -170,6 +170,9 @@ turn_log_table = sa.Table(
     sa.Column("session_id", sa.String(300), primary_key=True),
     sa.Column("question", sa.Text, nullable=False),
     sa.Column("time", sa.String(40), nullable=False),
+    # version 10: the user whose prompt it is (forgetting the user deletes it)
+    sa.Column("user_id", sa.String(300)),
+    sa.Index("ix_turn_log_user", "user_id"),
 )
 """The last user prompt per agent and session: one row each, overwritten by the next."""
 
@@ -270,6 +273,7 @@ MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     7: (artifacts_table,),
     8: (entries_table,),
     9: (approvals_table, approvals_remembered_table),
+    10: (),
 }
 """The tables each schema version added, in creation order."""
 
@@ -295,6 +299,18 @@ def _add_record_host(conn: sa.Connection) -> None:
         conn.execute(
             sa.text("ALTER TABLE records ADD COLUMN host VARCHAR(40) NOT NULL DEFAULT 'native'")
         )
+
+
+def _add_turn_log_user(conn: sa.Connection) -> None:
+    """Version 10: a session's last prompt names its user, so that forgetting the user
+    deletes it. Rows of an older store name none (forgetting a user still finds those of the
+    sessions the user's conversation entries name)."""
+    t = turn_log_table
+    have = {c["name"] for c in sa.inspect(conn).get_columns(t.name)}
+    if "user_id" not in have:
+        conn.execute(sa.text(f"ALTER TABLE {t.name} ADD COLUMN user_id VARCHAR(300)"))
+    for index in t.indexes:
+        index.create(conn, checkfirst=True)
 
 
 def _full_text_search(conn: sa.Connection) -> None:
@@ -330,6 +346,7 @@ UPGRADES: dict[int, Callable[[sa.Connection], None]] = {
     4: _add_state_times,
     5: _add_record_host,
     6: _full_text_search,
+    10: _add_turn_log_user,
 }
 """Changes to existing tables a version made, run after its new tables are created."""
 BUILDS = frozenset({6})

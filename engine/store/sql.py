@@ -17,7 +17,7 @@ from engine.store.artifacts import ArtifactTables
 from engine.store.db import to_url
 from engine.store.entries import EntryTables
 from engine.store.faq import FaqTables
-from engine.store.lazy import TURN_LOG_GET, TURN_LOG_PUT, turn_log_row
+from engine.store.lazy import TURN_LOG_GET, TURN_LOG_PUT, turn_log_row, turn_log_user
 from engine.store.lazy import file_identity as _identity
 from engine.store.memory import MemoryTables
 from engine.store.records import LossSummary, Record, RecordLoss, RecordQuery
@@ -203,21 +203,24 @@ class SqlStore(ApprovalTables, EntryTables, FaqTables, MemoryTables, StateTables
     # -- the turn log ----------------------------------------------------------------------
 
     def memory_forget(self, scope: str) -> int:
-        """Delete everything kept about a scope: its memory, the entries of a session's or a
-        user's conversations, its approvals, every script hook's state kept under it, and the
-        FAQ answers kept for that user only; returns how many rows went."""
+        """Delete everything kept about a scope: its memory, the last prompt of a session or
+        of a user's sessions, the entries of a session's or a user's conversations, its
+        approvals, every script hook's state kept under it, and the FAQ answers kept for that
+        user only; returns how many rows went."""
         gone = MemoryTables.memory_forget(self, scope) + self.entries_forget(scope)
         gone += self.state_forget(scope) + self.faq_forget(scope)
         return gone + self._write(lambda conn: self.approvals_forget(conn, scope))
 
-    def turn_log_put(self, agent: str, session_id: str, question: str, time: str) -> None:
-        """Keep ``question`` as the last prompt of ``agent``'s session (one row per session,
-        overwritten by the next).
+    def turn_log_put(
+        self, agent: str, session_id: str, question: str, time: str, *, user_id: str | None = None
+    ) -> None:
+        """Keep ``question`` as the last prompt of ``agent``'s session, sent by ``user_id``
+        (one row per session, overwritten by the next; forgetting the user deletes it).
 
         Raises:
             StoreError: the database could not write it.
         """
-        row = turn_log_row(agent, session_id, question, time)
+        row = (*turn_log_row(agent, session_id, question, time), turn_log_user(user_id))
         sql = TURN_LOG_PUT.format(self.mark)
         self._write(lambda conn: conn.exec_driver_sql(sql, row))
 

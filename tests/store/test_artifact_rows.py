@@ -53,7 +53,7 @@ def test_a_v5_store_gains_the_artifacts_table(db_url: str) -> None:
         engine.dispose()
     opened = open_store(db_url)
     try:
-        assert opened.migrated_from == 5 and SCHEMA_VERSION == 9  # type: ignore[attr-defined]
+        assert opened.migrated_from == 5 and SCHEMA_VERSION >= 9  # type: ignore[attr-defined]
         opened.artifact_add(row("a1", "s"))
         assert [r.id for r in opened.artifacts_of("s")] == ["a1"]
     finally:

@@ -17,7 +17,13 @@ from engine.runtime import Engine
 from engine.store import Record, RecordQuery, open_store
 from engine.store.db import to_url
 from engine.store.lazy import LazyStore, open_lazy_store
-from engine.store.schema import MIGRATIONS, SCHEMA_VERSION, meta_table, records_table
+from engine.store.schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    entries_table,
+    meta_table,
+    records_table,
+)
 from tests.backends import db_url, store
 from tests.conftest import write
 
@@ -201,7 +207,7 @@ def test_a_store_that_cannot_keep_the_prompt_does_not_fail_the_decision(
 ) -> None:
     engine = engines()
 
-    def refuse(*args: object) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
         raise StoreError("store: write failed: disk full")
 
     monkeypatch.setattr(engine.store, "turn_log_put", refuse)
@@ -209,3 +215,93 @@ def test_a_store_that_cannot_keep_the_prompt_does_not_fail_the_decision(
         out = engine.agent("a").before_user_message("hi", session_id="s1")
     assert not out.blocked and out.question == "HI"
     assert "last prompt was not kept" in caplog.text and "disk full" in caplog.text
+
+
+def test_forgetting_a_user_forgets_the_last_prompt_of_their_sessions(
+    engines: Callable[[], Engine],
+) -> None:
+    """A session's last prompt is the user's words: forgetting the user (not only the
+    session) deletes it, in every agent's sessions of theirs, and no one else's."""
+    engine = engines()
+    agent = engine.agent("a")
+    agent.before_user_message("my card number is 4111", session_id="s1", user_id="u1")
+    asyncio.run(agent.abefore_user_message("and my address?", session_id="s2", user_id="u1"))
+    agent.before_user_message("hello", session_id="s3", user_id="u2")
+    agent.before_user_message("u1 then u2", session_id="s4", user_id="u1")
+    agent.before_user_message("now u2's", session_id="s4", user_id="u2")  # the row is u2's now
+    agent.before_user_message("anonymous", session_id="s5")
+    agent.before_user_message("a longer id", session_id="s6", user_id="u1x")
+    agent.before_user_message("another case", session_id="s7", user_id="U1")
+    assert engine.store.memory_forget("user:u1") >= 2
+    assert agent.last_prompt("s1") is None and agent.last_prompt("s2") is None
+    assert [agent.last_prompt(s) for s in ("s3", "s4", "s5", "s6", "s7")] == [
+        "hello",
+        "now u2's",
+        "anonymous",
+        "a longer id",
+        "another case",
+    ]
+
+
+def test_forgetting_a_user_forgets_turn_log_rows_of_every_agent(store: object) -> None:
+    s = store
+    s.turn_log_put("a", "s1", "q", "t", user_id="u/1 x")  # type: ignore[attr-defined]
+    s.turn_log_put("b", "s1", "q", "t", user_id="u/1 x")  # type: ignore[attr-defined]
+    s.turn_log_put("b", "s2", "q", "t", user_id="u/1")  # type: ignore[attr-defined]
+    assert s.memory_forget("user:u/1 x") == 2  # type: ignore[attr-defined]
+    assert s.turn_log_get("a", "s1") is None and s.turn_log_get("b", "s1") is None  # type: ignore[attr-defined]
+    assert s.turn_log_get("b", "s2") == "q"  # type: ignore[attr-defined]
+
+
+def make_v9_store(url: str) -> None:
+    """A store as schema version 9 left it: a turn log whose rows name no user, and a
+    conversation entry of u1's in session s1."""
+    old = sa.MetaData()
+    v9_turn_log = sa.Table(
+        "turn_log",
+        old,
+        sa.Column("agent", sa.String(200), primary_key=True),
+        sa.Column("session_id", sa.String(300), primary_key=True),
+        sa.Column("question", sa.Text, nullable=False),
+        sa.Column("time", sa.String(40), nullable=False),
+    )
+    engine = sa.create_engine(to_url(url))
+    try:
+        with engine.begin() as conn:
+            meta_table.create(conn)
+            for version in range(1, 10):
+                for table in MIGRATIONS[version]:
+                    (v9_turn_log if table.name == "turn_log" else table).create(conn)
+            conn.execute(meta_table.insert().values(key="schema_version", value="9"))
+            for session in ("s1", "s2"):
+                conn.execute(
+                    v9_turn_log.insert().values(
+                        agent="a", session_id=session, question=f"old {session}", time="t"
+                    )
+                )
+            conn.execute(
+                entries_table.insert().values(
+                    agent="a", session_id="s1", user_id="u1", kind="k", data="1", time="t"
+                )
+            )
+    finally:
+        engine.dispose()
+
+
+def test_a_v9_store_gains_the_turn_logs_user_and_its_old_rows_are_still_forgotten(
+    db_url: str,
+) -> None:
+    make_v9_store(db_url)
+    store = open_store(db_url)
+    try:
+        assert store.migrated_from == 9 and SCHEMA_VERSION == 10  # type: ignore[attr-defined]
+        assert store.turn_log_get("a", "s1") == "old s1"
+        store.turn_log_put("a", "s3", "new", "t", user_id="u1")
+        assert store.memory_forget("user:u1") == 1 + 1 + 1  # two prompts, one entry
+        assert store.turn_log_get("a", "s1") is None and store.turn_log_get("a", "s3") is None
+        assert store.turn_log_get("a", "s2") == "old s2"  # nothing ties it to u1
+    finally:
+        store.close()
+    reopened = open_store(db_url)
+    assert reopened.migrated_from == SCHEMA_VERSION  # type: ignore[attr-defined]
+    reopened.close()
