@@ -55,15 +55,15 @@ class PointCalls:
         input: dict[str, Any] | None,
         result: Any,
         *,
+        data: Any = None,
         call_id: str | None = None,
         **scope: Any,
     ) -> Outcome:
-        """After a tool ran: ``out.result`` is what to hand the model."""
-        return self.evaluate(
-            Point.TOOL_RESULT,
-            {"name": name, "input": input or {}, "result": result, "call_id": call_id},
-            **scope,
-        )
+        """After a tool ran: ``out.result`` is what to hand the model. ``data``: the tool's
+        structured data beside it (hooks see it; hand it on only with a result the hooks
+        neither replaced nor withheld: ``out.result`` is ``result``, ``not out.blocked``)."""
+        fields = _result_fields(name, input, result, data, call_id)
+        return self.evaluate(Point.TOOL_RESULT, fields, **scope)
 
     def before_assistant_message(self, question: str, answer: str, **scope: Any) -> Outcome:
         """The answer is about to reach the user: ``out.answer`` is what to show."""
@@ -125,10 +125,11 @@ class PointCalls:
         input: dict[str, Any] | None,
         result: Any,
         *,
+        data: Any = None,
         call_id: str | None = None,
         **scope: Any,
     ) -> Outcome:
-        fields = {"name": name, "input": input or {}, "result": result, "call_id": call_id}
+        fields = _result_fields(name, input, result, data, call_id)
         return await self.aevaluate(Point.TOOL_RESULT, fields, **scope)
 
     async def abefore_assistant_message(self, question: str, answer: str, **scope: Any) -> Outcome:
@@ -164,3 +165,12 @@ def _call_fields(
         "tools": tools or [],
         "settings": settings or {},
     }
+
+
+def _result_fields(
+    name: str, input: dict[str, Any] | None, result: Any, data: Any, call_id: str | None
+) -> dict[str, Any]:
+    fields = {"name": name, "input": input or {}, "result": result, "call_id": call_id}
+    if data is not None:
+        fields["data"] = data
+    return fields

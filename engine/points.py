@@ -148,6 +148,9 @@ class ToolResult(_Event):
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
     result: Any = None
+    data: Any = None
+    """The tool's structured data beside ``result`` (JSON; None: none). Hooks see it and cannot
+    change it: a host hands it on only from a result no hook changed."""
     call_id: str | None = None
 
 

@@ -145,9 +145,19 @@ function on_before_assistant_message(event, host) {
   return answer === event.answer ? null : { answer: answer };
 }
 
+// A tool's structured data (event.data) goes on only with a result no hook replaced: a
+// secret in it is dropped by replacing the result, with a line saying so if nothing else
+// changed.
 function on_tool_result(event, host) {
   var result = clean(event.result, host, new Map());
-  if (JSON.stringify(result) === JSON.stringify(event.result)) {
+  var data = event.data === undefined ? null : event.data;
+  var same = JSON.stringify(result) === JSON.stringify(event.result);
+  if (same && JSON.stringify(clean(data, host, new Map())) !== JSON.stringify(data)) {
+    result = (typeof result === "string" ? result : JSON.stringify(result)) +
+      "\n[structured data withheld: it held a secret]";
+    same = false;
+  }
+  if (same) {
     return null;
   }
   host.emit({ type: "status", data: { description: "secrets redacted from " + event.name } });

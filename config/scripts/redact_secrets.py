@@ -159,8 +159,14 @@ def on_before_assistant_message(event, host):
     return None if answer == event["answer"] else {"answer": answer}
 
 
+# A tool's structured data (event["data"]) goes on only with a result no hook replaced: a
+# secret in it is dropped by replacing the result, with a line saying so if nothing else
+# changed.
 def on_tool_result(event, host):
     result = clean(event["result"], host, {})
+    data = event.get("data")
+    if clean(data, host, {}) != data and result == event["result"]:
+        result = str(result) + "\n[structured data withheld: it held a secret]"
     if result == event["result"]:
         return None
     host.emit({"type": "status", "data": {"description": "secrets redacted from " + event["name"]}})

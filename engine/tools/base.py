@@ -41,7 +41,8 @@ class ToolResult:
     content: str
     """What the model sees."""
     data: Any = None
-    """Host-only data (JSON), never shown to the model."""
+    """The tool's structured data (JSON): the call path shows it to the ``tool_result`` hooks
+    (the event's ``data``) and keeps it only when they left ``content`` as it was."""
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     """Artifacts the call made: ``{id, name, type, mime, bytes, sha256}``."""
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -49,9 +50,9 @@ class ToolResult:
     is_error: bool = False
     """The call failed (blocked, bad input, raised, timed out): ``content`` says why."""
     replaced: bool = False
-    """A ``tool_result`` hook replaced ``content`` (a redaction, a withheld result): ``data``,
-    which no hook sees, may hold what it took out, so it must not travel with ``content`` to
-    a model (``mcp-serve`` then sends no ``structuredContent``)."""
+    """A ``tool_result`` hook replaced ``content`` (a redaction, a withheld result): the call
+    path then drops ``data``, which may hold what the hook took out of the content (and
+    ``mcp-serve`` sends no ``structuredContent``)."""
 
 
 class ToolContext(Protocol):

@@ -177,13 +177,34 @@ def _run(tool: Tool, value: dict[str, Any], ctx: CallContext, timeout_ms: int) -
     return run_in_thread(lambda: tool.invoke(value, ctx), timeout_ms / 1000)
 
 
-def finish(result: ToolResult, ctx: CallContext, out: Any) -> ToolResult:
+def shown_data(value: Any) -> Any:
+    """``value`` as the JSON data the ``tool_result`` hooks see as the event's ``data``; None
+    for no value, or one that is not JSON data (hooks could not see it whole, so it goes
+    nowhere: see ``finish``)."""
+    if value is None:
+        return None
+    try:
+        return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def finish(result: ToolResult, ctx: CallContext, out: Any, data: Any = None) -> ToolResult:
     """The result after the tool_result hooks (a redaction replaces ``content``), with the
     call's artifacts and events; the events made from the content (``ctx.after_result``: an
-    Open WebUI citation) are made now, from the content the hooks left, and emitted."""
+    Open WebUI citation) are made now, from the content the hooks left, and emitted.
+
+    ``data`` is what the hooks were shown of the tool's data (``shown_data``): it is the
+    result's ``data`` unless the hooks replaced the content or withheld the result, which
+    drops it (a hook redacting ``result`` may have found in ``data`` what it took out)."""
+    result.data = data
     if out is not None and out.result is not None and out.result != result.content:
         result.content = out.result if isinstance(out.result, str) else _text(out.result)
         result.replaced = True
+    if out is not None and out.blocked:
+        result.replaced = True
+    if result.replaced:
+        result.data = None
     result.artifacts = [*ctx.artifacts, *(a for a in result.artifacts if a not in ctx.artifacts)]
     made = [] if result.is_error else [make(result.content) for make in ctx.after_result]
     ctx.after_result.clear()
@@ -230,8 +251,9 @@ def _call_tool(
         return checked
     ctx = context(call, artifacts)
     result = execute(tool, checked, ctx, default_ms)
-    fields = {**fields, "input": checked, "result": result.content}
-    return finish(result, ctx, evaluate("tool_result", fields, **call.scope))
+    data = shown_data(result.data)
+    fields = {**fields, "input": checked, "result": result.content, "data": data}
+    return finish(result, ctx, evaluate("tool_result", fields, **call.scope), data)
 
 
 async def acall_tool(
@@ -264,5 +286,6 @@ async def _acall_tool(
         return checked
     ctx = context(call, artifacts)
     result = await aexecute(tool, checked, ctx, default_ms)
-    fields = {**fields, "input": checked, "result": result.content}
-    return finish(result, ctx, await aevaluate("tool_result", fields, **call.scope))
+    data = shown_data(result.data)
+    fields = {**fields, "input": checked, "result": result.content, "data": data}
+    return finish(result, ctx, await aevaluate("tool_result", fields, **call.scope), data)
