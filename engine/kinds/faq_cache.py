@@ -44,6 +44,11 @@ class FaqCacheHook(SpecHook):
 
     def run(self, point: Point, event: dict[str, Any], ctx: HookContext) -> Any:
         if point is Point.BEFORE_USER_MESSAGE:
+            # hooks that read per-user data later in the turn (before_call, tool_call) mark
+            # this turn, which their events do not name by its question
+            self.personal.asked(
+                ctx.scope_key, ctx.scope.session_id, event.get("turn_id"), event["question"]
+            )
             return self.lookup(event, ctx)
         self.remember(event, ctx)
         return None

@@ -80,14 +80,28 @@ class ScriptHook(SpecHook):
         state: dict[str, Any] = {}
         if self.uses_state:
             state = ctx.store.state_load(self._state_key(ctx), ctx.scope_key, now=event.get("time"))
-        # the answer may now depend on what this user's state holds
-        if state and point is Point.BEFORE_USER_MESSAGE and self.personal:
-            why = f"script hook {self.name} read the user's state"
-            self.personal.mark(ctx.scope_key, event.get("turn_id"), event["question"], why)
+        if state:  # the answer may now depend on what this user's state holds
+            self._mark_personal(point, event, ctx, "read the user's state")
         entries = self._entries(ctx)
         if entries is not None:  # recorded if the script lists them (or fails): see finish
             ctx.extras["entries_seen"] = entries
         return self._call(point, ctx, state, entries)
+
+    def _mark_personal(
+        self, point: Point, event: dict[str, Any], ctx: HookContext, what: str
+    ) -> None:
+        """Mark this turn as answered with per-user context (a shared FAQ cache does not
+        learn it) when this point comes before the answer: any but after_turn, after_loop
+        and feedback, which only hear of a turn already answered."""
+        if self.personal is None or point.hears_only:
+            return
+        self.personal.mark(
+            ctx.scope_key,
+            event.get("turn_id"),
+            event.get("question"),
+            f"script hook {self.name} {what}",
+            session=ctx.scope.session_id,
+        )
 
     def _entries(self, ctx: HookContext) -> list[dict[str, Any]] | None:
         """The conversation's entries the script is handed: those its record shows during a
@@ -166,7 +180,7 @@ class ScriptHook(SpecHook):
                     ttls=result.state_ttls,
                     time=event.get("time"),
                 )
-            self._keep_entries(event, ctx, result.entries_read, added)
+            self._keep_entries(point, event, ctx, result.entries_read, added)
         if writes:
             ctx.extras["state_writes"] = writes
             if result.state_ttls:
@@ -187,13 +201,20 @@ class ScriptHook(SpecHook):
         return whole
 
     def _keep_entries(
-        self, event: dict[str, Any], ctx: HookContext, read: bool, added: list[dict[str, Any]]
+        self,
+        point: Point,
+        event: dict[str, Any],
+        ctx: HookContext,
+        read: bool,
+        added: list[dict[str, Any]],
     ) -> None:
         """Store the entries the script added, stamped with the event's turn; the record
         keeps them, and what the script saw when it listed them (replay hands it that)."""
         session = ctx.scope.session_id
         if not read:
             ctx.extras.pop("entries_seen", None)
+        elif ctx.extras.get("entries_seen"):  # the answer may depend on the conversation's
+            self._mark_personal(point, event, ctx, "listed the conversation's entries")
         if not added or not session:
             return
         ctx.store.entries_add(

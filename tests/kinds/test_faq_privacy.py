@@ -176,3 +176,80 @@ def test_an_anonymous_session_s_state_keeps_its_answer_out_of_a_shared_cache(
         assert any("read the user's state" in line for line in logs(done, "faq")), done.hooks
         first, _ = visit("s2", "What is in my cart?", "Your cart is empty.")
         assert first.answer is None, "s1's answer was not shared with another visitor"
+
+
+def script_agent(tmp_path: Path, script: str) -> Engine:
+    """An agent with a shared FAQ cache and the JavaScript script hook ``ctx``."""
+    root = tmp_path / "config"
+    (root / "agents/a/hooks").mkdir(parents=True)
+    (root / "engine.yaml").write_text("process: proc\n", encoding="utf-8")
+    (root / "agents/a/agent.yaml").write_text("hooks: [faq, ctx]\n", encoding="utf-8")
+    faq = {"kind": "faq_cache", "name": "faq", "scope": "global", "fallback_score": 0.8}
+    (root / "agents/a/hooks/faq.yaml").write_text(json.dumps(faq), encoding="utf-8")
+    hook = "kind: script_hook\nname: ctx\nlanguage: javascript\nsource: |\n" + "".join(
+        f"  {line}\n" for line in script.splitlines()
+    )
+    (root / "agents/a/hooks/ctx.yaml").write_text(hook, encoding="utf-8")
+    return Engine.load(root, db=str(tmp_path / "store.db"))
+
+
+def full_turn(
+    agent: Agent, who: dict[str, str], question: str, answer: str, *, pass_turn: bool
+) -> tuple[Outcome, Outcome]:
+    """A turn with an LLM call: before_user_message, before_call (with the turn id or without,
+    as a host that does not pass it back), a tool call, after_turn."""
+    first = agent.before_user_message(question, **who)
+    turn_id = {"turn_id": first.turn_id} if pass_turn else {}
+    agent.before_call("be helpful", [{"role": "user", "content": question}], **who, **turn_id)
+    agent.tool_call("lookup", {"q": question}, **who, **turn_id)
+    said = first.answer if first.answer is not None else answer
+    done = agent.after_turn(question, said, **who, turn_id=first.turn_id)
+    return first, done
+
+
+STATE_AT_BEFORE_CALL = """\
+function on_before_call(event, host) {
+  var tier = host.state.get('tier');
+  return tier ? {sections: ['the customer is ' + tier]} : null;
+}
+function on_after_turn(event, host) { host.state.set('tier', 'vip'); return null; }
+"""
+STATE_AT_TOOL_CALL = """\
+function on_tool_call(event, host) {
+  var city = host.state.get('city');
+  return city ? {input: {q: event.input.q, city: city}} : null;
+}
+function on_after_turn(event, host) { host.state.set('city', 'Berlin'); return null; }
+"""
+ENTRIES_AT_BEFORE_CALL = """\
+function on_before_call(event, host) {
+  var notes = host.entries.list('note');
+  return notes.length ? {sections: ['earlier: ' + notes[0].data]} : null;
+}
+function on_after_turn(event, host) { host.entries.add('note', 'lives in Berlin'); return null; }
+"""
+
+
+@pytest.mark.parametrize("pass_turn", [True, False])
+@pytest.mark.parametrize(
+    "script", [STATE_AT_BEFORE_CALL, STATE_AT_TOOL_CALL, ENTRIES_AT_BEFORE_CALL]
+)
+def test_per_user_data_read_later_in_the_turn_keeps_its_answer_out_of_a_shared_cache(
+    tmp_path: Path, script: str, pass_turn: bool
+) -> None:
+    """A script that reads the user's state or lists the conversation's entries at
+    before_call or tool_call shapes the answer as much as one at before_user_message: that
+    turn's answer is not learned for everyone; the same turn with nothing read is."""
+    alex, maria, carol = (
+        {"user_id": u, "session_id": f"s-{u}"} for u in ("alex", "maria", "carol")
+    )
+    with script_agent(tmp_path, script) as engine:
+        agent = engine.agent("a")
+        full_turn(agent, alex, "warm-up question for the state", "ok", pass_turn=pass_turn)
+        _, done = full_turn(agent, alex, *SHIPPING, pass_turn=pass_turn)
+        assert any("per-user context" in line for line in logs(done, "faq")), done.hooks
+        first, done = full_turn(agent, maria, *SHIPPING, pass_turn=pass_turn)
+        assert first.answer is None, "alex's answer was shared"
+        assert not any("per-user context" in line for line in logs(done, "faq"))
+        first, _ = full_turn(agent, carol, *SHIPPING, pass_turn=pass_turn)
+        assert first.answer == SHIPPING[1]  # maria's, given with nothing of hers read, is
