@@ -812,7 +812,8 @@ class Agent(PointCalls):
 
         call = Call(self.name, name, input, user_id, session_id, call_id, emit, ask)
         default_ms = self.engine.settings.tools.timeout_ms
-        return call_tool(call, self.tools, self.evaluate, self.engine.artifact_store, default_ms)
+        store, mask = self.engine.artifact_store, self.pipeline.records.mask
+        return call_tool(call, self.tools, self.evaluate, store, default_ms, mask)
 
     async def acall_tool(
         self,
@@ -830,8 +831,8 @@ class Agent(PointCalls):
 
         call = Call(self.name, name, input, user_id, session_id, call_id, emit, ask)
         default_ms = self.engine.settings.tools.timeout_ms
-        store = self.engine.artifact_store
-        return await acall_tool(call, self.tools, self.aevaluate, store, default_ms)
+        store, mask = self.engine.artifact_store, self.pipeline.records.mask
+        return await acall_tool(call, self.tools, self.aevaluate, store, default_ms, mask)
 
     def tool_specs(self, format: str = "openai-chat") -> list[dict[str, Any]]:
         """The enabled tools' specs in ``format``: ``openai-chat``, ``openai-responses``,

@@ -220,6 +220,8 @@ class CallContext:
     ended: bool = False
     """The call was answered without the tool (it timed out): a tool thread that runs on
     reaches the host no more (its events are dropped, its artifacts refused)."""
+    failure: str | None = None
+    """The exception the tool raised (its type and text), for the log once it is masked."""
 
     def end(self) -> None:
         """The call is answered without the tool: cut the tool's thread off from the host."""

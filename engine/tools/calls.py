@@ -7,11 +7,12 @@ import asyncio
 import copy
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import EngineError
+from engine.masking import MASK, masked_values
 from engine.points import suggest
 from engine.tools.artifacts import ArtifactStore, CallContext
 from engine.tools.base import Tool, ToolInputError, ToolResult
@@ -156,11 +157,27 @@ async def aexecute(
 
 
 def _failure(tool: Tool, ctx: CallContext, exc: Exception) -> ToolResult:
+    """The ``is_error`` result naming the exception. Its text may quote the input or a
+    secret of the tool's: it reaches the model through the ``tool_result`` hooks, and the log
+    only masked (``log_failure``, once the hooks' event is made)."""
     ctx.discard()
     if isinstance(exc, ToolInputError):
         return failed(f"tool {tool.spec.name!r}: {exc}")
-    log.warning("tool %s failed: %s: %s", tool.spec.name, type(exc).__name__, exc)
-    return failed(f"tool {tool.spec.name!r} failed: {type(exc).__name__}: {exc}")
+    ctx.failure = f"{type(exc).__name__}: {exc}"
+    return failed(f"tool {tool.spec.name!r} failed: {ctx.failure}")
+
+
+def log_failure(ctx: CallContext, event: dict[str, Any], mask: Sequence[str]) -> None:
+    """Log the tool's exception, if it raised one, masked by value as the agent's records
+    are (docs/operations.md: every value at a ``mask`` path of the ``tool_result`` event, its
+    ``input`` and the ``result`` quoting the exception included)."""
+    if ctx.failure is None:
+        return
+    paths = [path for path in mask if path.startswith("event.")]
+    text = MASK if "event.result" in paths else ctx.failure  # the result quotes all of it
+    for value in sorted(masked_values(event, paths), key=len, reverse=True):
+        text = text.replace(value, MASK)
+    log.warning("tool %s failed: %s", ctx.tool, text)
 
 
 def _checked(tool: Tool, result: Any) -> ToolResult:
@@ -221,19 +238,30 @@ def _text(value: Any) -> str:
 
 
 def call_tool(
-    call: Call, tools: ToolSet, evaluate: Evaluate, artifacts: ArtifactStore, default_ms: int
+    call: Call,
+    tools: ToolSet,
+    evaluate: Evaluate,
+    artifacts: ArtifactStore,
+    default_ms: int,
+    mask: Sequence[str] = (),
 ) -> ToolResult:
     """The whole call path, synchronously (see the module docstring). ``tools`` stays open
-    until the call ends, even if a reload replaces it meanwhile."""
+    until the call ends, even if a reload replaces it meanwhile. ``mask``: the agent's
+    records mask, which a logged exception of the tool's is masked by."""
     tools.enter()
     try:
-        return _call_tool(call, tools, evaluate, artifacts, default_ms)
+        return _call_tool(call, tools, evaluate, artifacts, default_ms, mask)
     finally:
         tools.leave()
 
 
 def _call_tool(
-    call: Call, tools: ToolSet, evaluate: Evaluate, artifacts: ArtifactStore, default_ms: int
+    call: Call,
+    tools: ToolSet,
+    evaluate: Evaluate,
+    artifacts: ArtifactStore,
+    default_ms: int,
+    mask: Sequence[str],
 ) -> ToolResult:
     refused = unknown(tools, call)
     if refused is not None:
@@ -253,22 +281,34 @@ def _call_tool(
     result = execute(tool, checked, ctx, default_ms)
     data = shown_data(result.data)
     fields = {**fields, "input": checked, "result": result.content, "data": data}
-    return finish(result, ctx, evaluate("tool_result", fields, **call.scope), data)
+    out = evaluate("tool_result", fields, **call.scope)
+    log_failure(ctx, fields, mask)
+    return finish(result, ctx, out, data)
 
 
 async def acall_tool(
-    call: Call, tools: ToolSet, aevaluate: AEvaluate, artifacts: ArtifactStore, default_ms: int
+    call: Call,
+    tools: ToolSet,
+    aevaluate: AEvaluate,
+    artifacts: ArtifactStore,
+    default_ms: int,
+    mask: Sequence[str] = (),
 ) -> ToolResult:
     """``call_tool`` on the running event loop (the tool itself runs in a thread)."""
     tools.enter()
     try:
-        return await _acall_tool(call, tools, aevaluate, artifacts, default_ms)
+        return await _acall_tool(call, tools, aevaluate, artifacts, default_ms, mask)
     finally:
         tools.leave()
 
 
 async def _acall_tool(
-    call: Call, tools: ToolSet, aevaluate: AEvaluate, artifacts: ArtifactStore, default_ms: int
+    call: Call,
+    tools: ToolSet,
+    aevaluate: AEvaluate,
+    artifacts: ArtifactStore,
+    default_ms: int,
+    mask: Sequence[str],
 ) -> ToolResult:
     refused = unknown(tools, call)
     if refused is not None:
@@ -288,4 +328,6 @@ async def _acall_tool(
     result = await aexecute(tool, checked, ctx, default_ms)
     data = shown_data(result.data)
     fields = {**fields, "input": checked, "result": result.content, "data": data}
-    return finish(result, ctx, await aevaluate("tool_result", fields, **call.scope), data)
+    out = await aevaluate("tool_result", fields, **call.scope)
+    log_failure(ctx, fields, mask)
+    return finish(result, ctx, out, data)
