@@ -92,4 +92,16 @@ def parse_strict(text: bytes | str) -> Any:
     return data
 
 
-__all__ = ["MAX_DEPTH", "depth", "parse_strict"]
+__all__ = ["MAX_DEPTH", "depth", "parse_strict", "shown_data"]
+
+
+def shown_data(value: Any) -> Any:
+    """``value`` as the JSON data ``tool_result`` hooks see as the event's ``data`` (a tool's
+    structured data, a LangChain artifact); None for no value, or one that is not JSON data
+    (hooks could not see it whole, so it must go nowhere)."""
+    if value is None:
+        return None
+    try:
+        return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
+        return None

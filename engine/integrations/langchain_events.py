@@ -24,6 +24,8 @@ from langchain_core.messages import (
 from langchain_core.utils.function_calling import convert_to_openai_function
 from langgraph.types import Command
 
+from engine.jsontext import shown_data
+
 if TYPE_CHECKING:
     from langchain.agents.middleware.types import ModelRequest
     from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -211,6 +213,9 @@ def tool_fields(call: Mapping[str, Any], message: ToolMessage | None = None) -> 
     fields = {"name": call["name"], "input": call["args"], "call_id": call.get("id")}
     if message is not None:
         fields["result"] = message.content
+        data = shown_data(message.artifact)
+        if data is not None:
+            fields["data"] = data
     return fields
 
 
@@ -296,12 +301,19 @@ def _tool_message(m: Any) -> ToolMessage | None:
 
 
 def apply_result(message: ToolMessage, out: Outcome) -> ToolMessage:
-    """The tool's message with the result hooks left (a withheld one is an error)."""
+    """The tool's message with the result hooks left (a withheld one is an error).
+
+    The ``artifact`` goes on as the hooks saw it (the event's ``data``) with a content they
+    left as it was; it is dropped with a replaced content (it may hold what a redaction took
+    out), and when it is not JSON data (no hook could see it)."""
     if out.blocked:
         return withheld(message, str(out.result))
+    artifact = shown_data(message.artifact)
     if out.result == message.content:
+        if artifact is None and message.artifact is not None:
+            return message.model_copy(update={"artifact": None})
         return message
-    return message.model_copy(update={"content": as_content(out.result)})
+    return message.model_copy(update={"content": as_content(out.result), "artifact": None})
 
 
 def withheld(message: ToolMessage, text: str) -> ToolMessage:

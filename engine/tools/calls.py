@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import EngineError
+from engine.jsontext import shown_data
 from engine.masking import MASK, masked_values
 from engine.points import suggest
 from engine.tools.artifacts import ArtifactStore, CallContext
@@ -192,18 +193,6 @@ def _run(tool: Tool, value: dict[str, Any], ctx: CallContext, timeout_ms: int) -
     if getattr(tool, "bounded", False):  # runs in the sandbox, under its own limit
         return tool.invoke(value, ctx)
     return run_in_thread(lambda: tool.invoke(value, ctx), timeout_ms / 1000)
-
-
-def shown_data(value: Any) -> Any:
-    """``value`` as the JSON data the ``tool_result`` hooks see as the event's ``data``; None
-    for no value, or one that is not JSON data (hooks could not see it whole, so it goes
-    nowhere: see ``finish``)."""
-    if value is None:
-        return None
-    try:
-        return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
-    except (TypeError, ValueError, RecursionError):
-        return None
 
 
 def finish(result: ToolResult, ctx: CallContext, out: Any, data: Any = None) -> ToolResult:
