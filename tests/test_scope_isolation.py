@@ -278,3 +278,27 @@ def test_events_without_user_or_session_share_the_process_scope(build: Build) ->
     assert agent.tool_call("t", {}).notices == ["I live in Berlin, thanks"]
     assert agent.before_user_message("Where do I live?", session_id="s2").messages == []
     assert engine.store.state_load("a:keep", "process:proc") != {}
+
+
+# -- long ids ------------------------------------------------------------------------------------
+
+
+def test_long_agent_hook_and_user_ids_keep_and_forget_their_data(build: Build) -> None:
+    """The FAQ's per-user namespace (agent, hook and user id) and a script's state key (agent
+    and hook) are longer than 200 characters here: PostgreSQL keeps them as SQLite does, and
+    forgetting the user still finds them."""
+    from engine.points import ID_CAP
+
+    name, faq, keep = "a" * 150, "f" * 100, "k" * 100
+    engine = build({name: {faq: {"kind": "faq_cache", "scope": "user"}, keep: KEEPER}})
+    agent = engine.agent(name)
+    user, other = "u" * ID_CAP, "u" * (ID_CAP - 1) + "v"
+    for who in (user, other):
+        turn(agent, *STATUS, user_id=who)
+    assert agent.before_user_message(STATUS[0], user_id=user).answer == STATUS[1]
+    assert agent.tool_call("t", {}, user_id=user).notices == [STATUS[0]]
+    assert engine.store.memory_forget(f"user:{user}") >= 2
+    assert agent.before_user_message(STATUS[0], user_id=user).answer is None
+    assert agent.tool_call("t", {}, user_id=user).notices == ["None"]
+    assert agent.before_user_message(STATUS[0], user_id=other).answer == STATUS[1]
+    assert agent.tool_call("t", {}, user_id=other).notices == [STATUS[0]]

@@ -47,7 +47,8 @@ records_table = sa.Table(
 state_table = sa.Table(
     "script_state",
     metadata,
-    sa.Column("hook", sa.String(200), primary_key=True),
+    # version 11: text (an agent's name and a hook's, joined, may pass 200 characters)
+    sa.Column("hook", sa.Text, primary_key=True),
     sa.Column("scope", sa.String(300), primary_key=True),
     sa.Column("key", sa.String(200), primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
@@ -64,7 +65,8 @@ faq_table = sa.Table(
     "faq_pairs",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("namespace", sa.String(200), nullable=False),
+    # version 11: text (a user's own pairs: agent, hook and user id, past 200 characters)
+    sa.Column("namespace", sa.Text, nullable=False),
     sa.Column("question_key", sa.String(64), nullable=False),
     sa.Column("question", sa.Text, nullable=False),
     sa.Column("answer", sa.Text, nullable=False),
@@ -274,6 +276,7 @@ MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     8: (entries_table,),
     9: (approvals_table, approvals_remembered_table),
     10: (),
+    11: (),
 }
 """The tables each schema version added, in creation order."""
 
@@ -313,6 +316,22 @@ def _add_turn_log_user(conn: sa.Connection) -> None:
         index.create(conn, checkfirst=True)
 
 
+WIDENED = ((faq_table.name, "namespace"), (state_table.name, "hook"))
+"""The key columns version 11 made text (they were ``VARCHAR(200)``)."""
+
+
+def _widen_keys(conn: sa.Connection) -> None:
+    """Version 11: a FAQ namespace and a script's state key are text. A user's own FAQ pairs
+    live in ``<agent>:<hook>@user:<id>``, and a state key is ``<agent>:<hook>``: with long
+    names or ids they passed 200 characters, which PostgreSQL refused (SQLite does not
+    enforce a length: nothing to change there). On PostgreSQL, widening ``varchar`` to
+    ``text`` rewrites neither the table nor its indexes."""
+    if conn.dialect.name != "postgresql":
+        return
+    for table, column in WIDENED:
+        conn.execute(sa.text(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE TEXT"))
+
+
 def _full_text_search(conn: sa.Connection) -> None:
     """Version 6: memory facts and episodes and FAQ questions are found through a full-text
     index (SQLite FTS5, PostgreSQL tsvector + GIN; see engine/store/fulltext.py) instead of
@@ -347,6 +366,7 @@ UPGRADES: dict[int, Callable[[sa.Connection], None]] = {
     5: _add_record_host,
     6: _full_text_search,
     10: _add_turn_log_user,
+    11: _widen_keys,
 }
 """Changes to existing tables a version made, run after its new tables are created."""
 BUILDS = frozenset({6})

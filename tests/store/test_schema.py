@@ -58,7 +58,7 @@ def make_v1_store(url: str) -> None:
 def test_a_new_store_is_at_the_current_version(db_url: str) -> None:
     store = open_store(db_url)
     store.close()
-    assert version_of(db_url) == SCHEMA_VERSION == 10
+    assert version_of(db_url) == SCHEMA_VERSION == 11
 
 
 def test_an_older_store_is_migrated_forward_keeping_its_data(db_url: str) -> None:
@@ -181,6 +181,37 @@ def test_a_v2_store_gets_its_memory_and_faq_pairs_into_the_full_text_index(db_ur
         with store.engine.connect() as conn:  # type: ignore[attr-defined]
             left = sa.inspect(conn).get_table_names()
         assert "memory_terms" not in left and "faq_terms" not in left
+    finally:
+        store.close()
+    assert version_of(db_url) == SCHEMA_VERSION
+
+
+def test_a_v10_store_takes_long_faq_namespaces_and_state_keys(db_url: str) -> None:
+    """Before version 11 a FAQ namespace and a script's state key were VARCHAR(200), which
+    PostgreSQL enforced: the upgrade widens them in place, keeping their rows."""
+    first = open_store(db_url)
+    first.faq_put("a:faq", "How long is shipping?", "3 days", terms=["ship"], scope="g", time="t")
+    first.close()
+    engine = sa.create_engine(to_url(db_url))
+    try:
+        with engine.begin() as conn:
+            if conn.dialect.name == "postgresql":  # the columns as versions 1 and 2 made them
+                for table, column in (("faq_pairs", "namespace"), ("script_state", "hook")):
+                    conn.execute(
+                        sa.text(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE VARCHAR(200)")
+                    )
+            conn.execute(meta_table.update().values(value="10"))
+    finally:
+        engine.dispose()
+    long_ns, long_hook = "a" * 150 + ":" + "f" * 100 + "@user:" + "u" * 256, "a" * 150 + ":k"
+    store = open_store(db_url)
+    try:
+        assert store.migrated_from == 10  # type: ignore[attr-defined]
+        store.faq_put(long_ns, "What is my status?", "bad", terms=["status"], scope="u", time="t")
+        store.state_save(long_hook, "user:u", {"n": 1}, time="2026-01-01T00:00:00+00:00")
+        assert [p.answer for p in store.faq_candidates(long_ns, ["status"], limit=5)] == ["bad"]
+        assert [p.answer for p in store.faq_candidates("a:faq", ["ship"], limit=5)] == ["3 days"]
+        assert store.state_load(long_hook, "user:u") == {"n": 1}
     finally:
         store.close()
     assert version_of(db_url) == SCHEMA_VERSION
