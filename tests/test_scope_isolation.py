@@ -241,6 +241,20 @@ def test_the_approvals_route_refuses_an_empty_session_id(build: Build) -> None:
     assert [a["message"] for a in listed.json()] == ["Pay 5?"]
 
 
+def test_forgetting_a_user_deletes_the_approvals_asked_in_their_sessions(build: Build) -> None:
+    """An approval asked in a session is kept under the session (``session:<id>``), but the
+    tool input it holds is the user's: forgetting the user deletes it too."""
+    engine = build({"a": {"ask": ASK}})
+    agent = engine.agent("a")
+    agent.tool_call("pay", {"amount": 5}, call_id="c1", session_id="s-alex", user_id="alex")
+    agent.tool_call("pay", {"amount": 6}, call_id="c2", user_id="alex")  # no session
+    agent.tool_call("pay", {"amount": 7}, call_id="c3", session_id="s-bob", user_id="bob")
+    agent.tool_call("pay", {"amount": 8}, call_id="c4", session_id="s-x", user_id="alexander")
+    assert engine.store.memory_forget("user:alex") == 2
+    assert agent.approvals(session_id="s-alex") == [] and agent.approvals(user_id="alex") == []
+    assert [a.message for a in agent.approvals()] == ["Pay 7?", "Pay 8?"]
+
+
 # -- documented sharing: what is one scope ----------------------------------------------------
 
 

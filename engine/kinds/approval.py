@@ -118,6 +118,7 @@ class ApprovalHook(SpecHook):
             status=PENDING,
             created_at=now,
             expires_at=utc(expires.isoformat()) or expires.isoformat(),
+            user_id=ctx.scope.user_id,
         )
         ctx.store.approval_add(approval)
         return approval

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -40,6 +40,8 @@ class Approval:
     resolved_by: str | None = None
     resolved_at: str | None = None
     note: str | None = None
+    user_id: str | None = None
+    """The user whose call it is (None: none was given); forgetting them deletes it."""
 
     def status_at(self, now: str) -> str:
         """The status at ``now`` (ISO-8601): a pending approval past its time is expired."""
@@ -48,7 +50,11 @@ class Approval:
         return self.status
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        """The approval as hosts see it (docs/schemas/approvals.json): every field but
+        ``user_id``, which the store keeps for forgetting the user."""
+        return {
+            name: getattr(self, name) for name in self.__dataclass_fields__ if name != "user_id"
+        }
 
 
 def _approval(row: Any) -> Approval:
@@ -62,7 +68,10 @@ class ApprovalTables(Database):
 
     def approval_add(self, approval: Approval) -> None:
         """Keep a new pending approval."""
-        row = approval.to_dict() | {"input": json.dumps(approval.input, sort_keys=True)}
+        row = approval.to_dict() | {
+            "input": json.dumps(approval.input, sort_keys=True),
+            "user_id": approval.user_id,
+        }
         self._write(lambda conn: conn.execute(approvals_table.insert().values(row)))
 
     def approval_get(self, approval_id: str) -> Approval | None:
@@ -123,7 +132,7 @@ class ApprovalTables(Database):
                     approval_id=approval_id,
                     cause="resolved",
                 )
-            resolved = Approval(**(found.to_dict() | done))
+            resolved = replace(found, status=status, resolved_by=by, resolved_at=moment, note=note)
             if approve and resolved.remember_scope:
                 _remember(conn, resolved, moment)
             return resolved
@@ -157,9 +166,17 @@ class ApprovalTables(Database):
         return None if row is None else str(row[0])
 
     def approvals_forget(self, conn: sa.Connection, scope: str) -> int:
-        """Delete a scope's approvals and what it remembered (with its other data)."""
+        """Delete a scope's approvals and what it remembered (with its other data); for
+        ``user:<id>``, also the approvals of that user's calls in any session, and what they
+        let later calls skip."""
         a, r = approvals_table, approvals_remembered_table
-        gone = conn.execute(a.delete().where(a.c.scope_key == scope)).rowcount
+        gone = 0
+        kind, _, user = scope.partition(":")
+        if kind == "user" and user:
+            theirs = sa.select(a.c.id).where(a.c.user_id == user)
+            gone += conn.execute(r.delete().where(r.c.approval_id.in_(theirs))).rowcount
+            gone += conn.execute(a.delete().where(a.c.user_id == user)).rowcount
+        gone += conn.execute(a.delete().where(a.c.scope_key == scope)).rowcount
         gone += conn.execute(a.delete().where(a.c.remember_scope == scope)).rowcount
         return int(gone + conn.execute(r.delete().where(r.c.scope == scope)).rowcount)
 

@@ -238,8 +238,11 @@ approvals_table = sa.Table(
     sa.Column("resolved_by", sa.String(200)),
     sa.Column("resolved_at", sa.String(40)),
     sa.Column("note", sa.Text),
+    # version 12: the user whose call it is (forgetting the user deletes it, in any session)
+    sa.Column("user_id", sa.String(300)),
     sa.Index("ix_approvals_call", "agent", "hook", "scope_key", "call_key"),
     sa.Index("ix_approvals_pending", "agent", "status"),
+    sa.Index("ix_approvals_user", "user_id"),
 )
 """One row per question put to a person: pending until resolved or past ``expires_at``."""
 
@@ -277,6 +280,7 @@ MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     9: (approvals_table, approvals_remembered_table),
     10: (),
     11: (),
+    12: (),
 }
 """The tables each schema version added, in creation order."""
 
@@ -332,6 +336,18 @@ def _widen_keys(conn: sa.Connection) -> None:
         conn.execute(sa.text(f"ALTER TABLE {table} ALTER COLUMN {column} TYPE TEXT"))
 
 
+def _add_approval_user(conn: sa.Connection) -> None:
+    """Version 12: an approval names the user whose call it is; one asked in a session is
+    kept under the session, and forgetting the user must still find it. Rows of an older
+    store name none (they go with their session, or with a user's scope key)."""
+    t = approvals_table
+    have = {c["name"] for c in sa.inspect(conn).get_columns(t.name)}
+    if "user_id" not in have:
+        conn.execute(sa.text(f"ALTER TABLE {t.name} ADD COLUMN user_id VARCHAR(300)"))
+    for index in t.indexes:
+        index.create(conn, checkfirst=True)
+
+
 def _full_text_search(conn: sa.Connection) -> None:
     """Version 6: memory facts and episodes and FAQ questions are found through a full-text
     index (SQLite FTS5, PostgreSQL tsvector + GIN; see engine/store/fulltext.py) instead of
@@ -367,6 +383,7 @@ UPGRADES: dict[int, Callable[[sa.Connection], None]] = {
     6: _full_text_search,
     10: _add_turn_log_user,
     11: _widen_keys,
+    12: _add_approval_user,
 }
 """Changes to existing tables a version made, run after its new tables are created."""
 BUILDS = frozenset({6})

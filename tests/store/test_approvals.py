@@ -94,3 +94,42 @@ def test_pending_past_its_time_reads_as_expired() -> None:
     approval = asked()
     assert approval.status_at(T1) == "pending" and approval.status_at(T2) == "expired"
     assert asked(status="approved").status_at(T2) == "approved"
+
+
+def test_forgetting_a_user_deletes_their_approvals_in_any_session(store: Any) -> None:
+    store.approval_add(asked("a1", user_id="alex"))
+    store.approval_resolve("a1", approve=True, by="op", note=None, now=T1)  # remembered in s1
+    store.approval_add(asked("a2", scope_key="session:s2", call_key="id:c2", user_id="bob"))
+    store.approval_add(asked("a3", scope_key="session:s3", call_key="id:c3", user_id="Alex"))
+    digest = input_digest({"amount": 5, "to": "bob"})
+    assert store.approval_remembered("ag", "ask", "session:s1", "pay", digest) == "a1"
+    assert store.memory_forget("user:alex") == 2  # the approval, and what it remembered
+    assert store.approval_get("a1") is None
+    assert store.approval_remembered("ag", "ask", "session:s1", "pay", digest) is None
+    assert store.approval_get("a2") is not None and store.approval_get("a3") is not None
+
+
+def test_a_v11_store_gains_the_approvals_user(db_url: str) -> None:
+    from engine.store import open_store
+    from engine.store.db import to_url
+
+    first = open_store(db_url)
+    first.approval_add(asked("old"))
+    first.close()
+    engine = sa.create_engine(to_url(db_url))
+    try:
+        with engine.begin() as conn:  # the table as version 9 made it
+            conn.execute(sa.text("DROP INDEX ix_approvals_user"))
+            conn.execute(sa.text("ALTER TABLE approvals DROP COLUMN user_id"))
+            conn.execute(sa.text("UPDATE hookengine_meta SET value = '11'"))
+    finally:
+        engine.dispose()
+    store = open_store(db_url)
+    try:
+        assert store.migrated_from == 11  # type: ignore[attr-defined]
+        assert store.approval_get("old") == asked("old")  # no user
+        store.approval_add(asked("new", call_key="id:c2", user_id="alex"))
+        assert store.memory_forget("user:alex") == 1
+        assert store.approval_get("old") is not None and store.approval_get("new") is None
+    finally:
+        store.close()
