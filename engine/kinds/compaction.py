@@ -21,6 +21,7 @@ from engine.errors import ConfigError, Problem, ScriptRuntimeError
 from engine.kinds import BuildEnv
 from engine.kinds.base import HookContext
 from engine.kinds.common import SpecHook
+from engine.kinds.personal import PersonalTurns, shared
 from engine.points import Point
 from engine.providers import OpenAIProvider, ProviderError
 from engine.sandbox import CompiledScript, Language, WorkerPool
@@ -55,6 +56,9 @@ class CompactionHook(SpecHook):
     provider: OpenAIProvider | None = None
     pool: WorkerPool | None = None
     script: CompiledScript | None = None
+    personal: PersonalTurns | None = None
+    """The engine's ledger of turns that used per-user context: a turn shown the summary of
+    the conversation's earlier turns is one (a shared FAQ cache does not learn it)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -185,6 +189,10 @@ class CompactionHook(SpecHook):
             if summary is None:
                 return None
             text, through = summary["text"], summary["through"]
+            if self.personal is not None:  # the answer may use what the user said before
+                why = f"compaction hook {self.name} showed the conversation's summary"
+                turn, question = event.get("turn_id"), event.get("question")
+                self.personal.mark(ctx.scope_key, turn, question, why, session=session)
         messages = recent_messages(event.get("messages") or [], through)
         dropped = len(event.get("messages") or []) - len(messages)
         ctx.extras |= {"summary": text, "through": through, "messages_dropped": dropped}
@@ -260,7 +268,7 @@ def build(spec: HookSpec, env: BuildEnv) -> CompactionHook:
         ConfigError: the script defines no ``summarize``.
     """
     config: CompactionConfig = spec.config
-    hook = CompactionHook(spec, config)
+    hook = CompactionHook(spec, config, personal=shared(env.extra))
     if config.summarizer == "provider":
         live = getattr(env.providers(), "live", None)
         if live is not None:

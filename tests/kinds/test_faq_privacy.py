@@ -253,3 +253,29 @@ def test_per_user_data_read_later_in_the_turn_keeps_its_answer_out_of_a_shared_c
         assert not any("per-user context" in line for line in logs(done, "faq"))
         first, _ = full_turn(agent, carol, *SHIPPING, pass_turn=pass_turn)
         assert first.answer == SHIPPING[1]  # maria's, given with nothing of hers read, is
+
+
+def test_an_answer_given_with_the_conversations_summary_is_not_shared(tmp_path: Path) -> None:
+    """compaction shows the model its summary of the session's earlier turns at before_call:
+    the answer may use what the user said before, so a shared cache does not learn it."""
+    root = tmp_path / "config"
+    (root / "agents/a/hooks").mkdir(parents=True)
+    (root / "engine.yaml").write_text("process: proc\n", encoding="utf-8")
+    (root / "agents/a/agent.yaml").write_text("hooks: [faq, compact]\n", encoding="utf-8")
+    faq = {"kind": "faq_cache", "name": "faq", "scope": "global", "fallback_score": 0.8}
+    compact = {"kind": "compaction", "name": "compact", "keep": 1, "every": 1}
+    for name, spec in (("faq", faq), ("compact", compact)):
+        (root / f"agents/a/hooks/{name}.yaml").write_text(json.dumps(spec), encoding="utf-8")
+    alex, maria, carol = (
+        {"user_id": u, "session_id": f"s-{u}"} for u in ("alex", "maria", "carol")
+    )
+    with Engine.load(root, db=str(tmp_path / "store.db")) as engine:
+        agent = engine.agent("a")
+        for n in range(3):  # enough turns for a summary
+            full_turn(agent, alex, f"warm-up question number {n}", "ok", pass_turn=False)
+        _, done = full_turn(agent, alex, *SHIPPING, pass_turn=False)
+        assert any("compaction hook compact" in line for line in logs(done, "faq")), done.hooks
+        first, _ = full_turn(agent, maria, *SHIPPING, pass_turn=False)
+        assert first.answer is None, "alex's answer was shared"
+        first, _ = full_turn(agent, carol, *SHIPPING, pass_turn=False)
+        assert first.answer == SHIPPING[1]  # maria's, given with no summary of hers, is
