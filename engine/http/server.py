@@ -177,7 +177,8 @@ class StripQuery(logging.Filter):
 
 
 def _without_query(arg: object) -> object:
-    # uvicorn logs the path quoted (a '?' in it is %3F), so the first '?' starts the query.
+    # uvicorn logs the path quoted, or from 0.55 as the raw request target's path: either
+    # way a '?' inside the path is %3F, so the first '?' starts the query.
     return arg.partition("?")[0] if isinstance(arg, str) else arg
 
 

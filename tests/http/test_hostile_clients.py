@@ -397,7 +397,8 @@ def test_serve_logs_no_query_strings_and_applies_the_read_deadline(tmp_path: Pat
     lines = [line for line in log.splitlines() if '"GET /v1/health HTTP/1.1" 200' in line]
     assert len(lines) >= 2  # the readiness probe and the first request
     for method, url in requests:
-        path = re.escape(url.partition("?")[0].replace(":", "%3A"))
+        raw = url.partition("?")[0]  # uvicorn from 0.55 logs the raw path, before it quoted it
+        path = f"({re.escape(raw)}|{re.escape(raw.replace(':', '%3A'))})"
         assert re.search(f'"{method} {path} HTTP/1.1" [1-5]', log), (url, log)
 
 
