@@ -158,8 +158,8 @@ class SqlStore(ApprovalTables, EntryTables, FaqTables, MemoryTables, StateTables
     def query_records(self, query: RecordQuery) -> list[Record]:
         t = records_table
         stmt = sa.select(t.c.data)
-        if query.id:
-            stmt = stmt.where(t.c.id.startswith(query.id, autoescape=True))
+        if query.id:  # a prefix as written: SQLite's LIKE would fold ASCII case
+            stmt = stmt.where(sa.func.substr(t.c.id, 1, len(query.id)) == query.id)
         if query.agent:
             stmt = stmt.where(t.c.agent == query.agent)
         if query.point:

@@ -33,3 +33,12 @@ def test_like_wildcards_in_an_id_match_only_themselves(store: Store) -> None:
     store.add_records([record("ab_d0000"), record("abcd0000")])
     assert [r.id for r in store.query_records(RecordQuery(id="ab_"))] == ["ab_d0000"]
     assert store.query_records(RecordQuery(id="%")) == []
+
+
+def test_an_id_prefix_matches_in_its_own_case_on_every_backend(store: Store) -> None:
+    """SQLite's LIKE folds ASCII case and PostgreSQL's does not: an id prefix matches as
+    written on both."""
+    store.add_records([record("abcd0000"), record("ABCD1111")])
+    assert [r.id for r in store.query_records(RecordQuery(id="abc"))] == ["abcd0000"]
+    assert [r.id for r in store.query_records(RecordQuery(id="ABC"))] == ["ABCD1111"]
+    assert store.query_records(RecordQuery(id="aBc")) == []
