@@ -155,6 +155,16 @@ def _misfit(exc: RuntimeError) -> str:
     return str(exc).splitlines()[0]  # the schema's own fault, or no structuredContent
 
 
+def _where(exc: ValidationError) -> str:
+    """The places and kinds of a pydantic error, without the values it quotes."""
+    found = [
+        f"{'.'.join(str(part) for part in e['loc'])}: {e['type']}"
+        for e in exc.errors(include_input=False, include_url=False)
+    ]
+    more = f" (and {len(found) - 5} more)" if len(found) > 5 else ""
+    return "; ".join(found[:5]) + more
+
+
 def _broken_rule(error: jsonschema.exceptions.ValidationError) -> str:
     """A schema misfit named by the schema's rule (``properties/n/type``), not by the value
     nor its keys: the text goes to the model, and a value a hook put there (a credential it
@@ -270,7 +280,9 @@ class Gateway:
             log.warning("tools/call %s: %s", name, exc)
             return self._withheld(str(exc))
         except ValidationError as exc:  # the upstream's answer is no CallToolResult
-            log.warning("tools/call %s: the upstream's answer is not valid: %s", name, exc)
+            # where it failed, never the values (pydantic's text quotes them: a secret no
+            # hook saw would reach the log)
+            log.warning("tools/call %s: the upstream's answer is not valid: %s", name, _where(exc))
             return self._withheld("the upstream server's answer is not a valid tool result")
 
     def offers(self, name: str) -> bool:

@@ -11,7 +11,8 @@ names another id), ``silent`` (never answers), ``meta`` (the secret in the resul
 ``progress`` (a progress notice whose text holds the secret, then "done"), ``images`` (images
 A and B of the same size and type around a text holding the secret), ``die`` (exits unanswered),
 ``misfit`` (structuredContent that does not fit its outputSchema: the secret where an integer
-belongs, and as a key its schema does not allow).
+belongs, and as a key its schema does not allow), ``bad_shape`` (a text block whose text is an
+object holding the secret).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ A = base64.b64encode(b"A" * 10).decode()
 B = base64.b64encode(b"B" * 10).decode()
 
 NAMES = ["echo", "fail", "null_result", "surrogate", "wrong_id", "silent", "meta", "progress"]
-NAMES += ["images", "die", "misfit"]
+NAMES += ["images", "die", "misfit", "bad_shape"]
 INTEGER_N = {"type": "object", "properties": {"n": {"type": "integer"}}}
 ONLY_N = {**INTEGER_N, "additionalProperties": False}
 
@@ -77,6 +78,8 @@ def call(request_id: Any, params: dict[str, Any]) -> None:
     elif name == "misfit":
         content = {SECRET: 1} if arguments.get("as_key") else {"n": f"API_KEY={SECRET}"}
         answer(request_id, {"content": [text("see below")], "structuredContent": content})
+    elif name == "bad_shape":  # a text block whose text is no string, holding the secret
+        answer(request_id, {"content": [{"type": "text", "text": {"key": SECRET}}]})
 
 
 def main(log_path: str) -> None:

@@ -5,6 +5,7 @@ unreadable or missing answers, and the side channels a secret could leave by (pr
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -151,6 +152,25 @@ def test_a_result_that_misfits_its_output_schema_is_withheld_without_its_values(
     )
     assert SECRET not in dumped(result)
     assert call("echo", {"n": 1}).structured_content == {"n": 1}  # the gateway goes on
+
+
+def test_an_answer_of_the_wrong_shape_is_withheld_and_logged_without_its_values(
+    short_limit: tuple[Gateway, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    gateway, _ = short_limit
+
+    async def session() -> Any:
+        async with Client(gateway.server(), mode="legacy") as client:
+            with anyio.fail_after(20):
+                return await client.call_tool("bad_shape", {})
+
+    with caplog.at_level(logging.WARNING, logger="engine.integrations.mcp"):
+        result = anyio.run(session)
+    assert result.is_error
+    assert SECRET not in dumped(result)
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "bad_shape" in logged and "content.0" in logged, logged  # where, not what
+    assert SECRET not in logged, logged
 
 
 @pytest.fixture
