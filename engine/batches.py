@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from engine.changes import Change
@@ -48,17 +49,29 @@ def script_hooks(run: Run, slots: tuple[Slot, ...]) -> Generator[Step, Any, None
     host checks each answer. Where the host's event differs from the worker's (an answer
     refused or normalised by the check, a failure the error policy lets pass), or where the
     worker stopped (a block, an error) and the chain goes on, the rest goes again as a new
-    batch with the host's event."""
+    batch with the host's event.
+
+    What may wait on the store goes as a ``Blocking`` step, which the async driver runs in a
+    thread, not on the host's event loop: loading state or entries from a server
+    (PostgreSQL: a read on SQLite's local file in WAL mode does not wait), and saving what a
+    call wrote (any store: SQLite's write lock may be held by another process for its busy
+    timeout). The sync driver runs it in place, as before."""
     left = list(slots)
     while left and not run.stopped:
-        prepared, failed = _prepare(run, left)
+        if _reads_wait(run, left):
+            prepared, failed = yield _blocking()(partial(_prepare, run, left))
+        else:
+            prepared, failed = _prepare(run, left)
         if prepared:
             started = time.perf_counter()
             answer = yield Batch(
                 prepared[0].slot.hook, run.name, run.seen, [p.call for p in prepared]
             )
             trip_ms = (time.perf_counter() - started) * 1000
-            done = _take_results(run, prepared, answer, trip_ms)
+            if _writes(answer):
+                done = yield _blocking()(partial(_take_results, run, prepared, answer, trip_ms))
+            else:
+                done = _take_results(run, prepared, answer, trip_ms)
             left = left[done:]
             if done < len(prepared):
                 continue
@@ -67,6 +80,39 @@ def script_hooks(run: Run, slots: tuple[Slot, ...]) -> Generator[Step, Any, None
             left = left[1:]
     for slot in left:
         run.skip(slot)
+
+
+def _reads_wait(run: Run, slots: list[Slot]) -> bool:
+    """Whether preparing ``slots`` may wait on a store server: one of them loads state or
+    entries, and the store is not SQLite (whose reads in WAL mode wait on no writer)."""
+    if getattr(run.services.store, "is_sqlite", False):
+        return False
+    return any(
+        getattr(slot.hook, "uses_state", False) or getattr(slot.hook, "uses_entries", False)
+        for slot in slots
+    )
+
+
+def _writes(answer: Any) -> bool:
+    """Whether settling a batch's ``answer`` writes to the store (state, entries)."""
+    if isinstance(answer, BaseException) or not answer:
+        return False
+    return any(
+        getattr(result, "state_writes", None) or getattr(result, "entries_added", None)
+        for result in answer
+    )
+
+
+_BLOCKING: list[Any] = []
+
+
+def _blocking() -> Any:
+    """engine/pipeline.py ``Blocking``, imported on first use (pipeline imports this module)."""
+    if not _BLOCKING:
+        from engine.pipeline import Blocking
+
+        _BLOCKING.append(Blocking)
+    return _BLOCKING[0]
 
 
 def _prepare(

@@ -137,10 +137,12 @@ class Failure(Exception):
 
 @dataclass(slots=True)
 class Blocking:
-    """A step of an evaluation: a built-in hook that may wait on I/O (a store, an LLM).
-    ``run()`` never raises; the async driver runs it in a thread, off the event loop."""
+    """A step of an evaluation that may wait on I/O: a built-in hook that waits on a store
+    or an LLM, or a script hook's state and entries loaded from or saved to the store
+    (engine/batches.py). ``run()`` never raises; the sync driver calls it in place, the async
+    driver in a thread, off the event loop. The generator is sent what it returns."""
 
-    run: Callable[[], Change | Failure]
+    run: Callable[[], Any]
 
 
 Step = Batch | Blocking
@@ -185,7 +187,8 @@ async def aevaluate(
     started: float | None = None,
 ) -> Outcome:
     """``evaluate`` on the running event loop: script batches are awaited there (no thread);
-    only hooks that may wait on I/O (``Blocking``: memory, faq_cache) run in a thread."""
+    only what may wait on I/O (``Blocking``: memory, faq_cache, a script hook's state or
+    entries on a store server, a state write) runs in a thread."""
     core = _evaluation(pipeline, point, event, services, Extra(replay, host, started))
     answer: Any = None
     try:

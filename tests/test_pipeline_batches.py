@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ from engine.errors import ScriptError, ScriptLimitError, ScriptRuntimeError
 from engine.kinds.base import HookContext, Mode, OnError
 from engine.pipeline import Pipeline, Services, aevaluate, evaluate
 from engine.points import Point, make_event
+from engine.runtime import Engine
 from engine.sandbox import effects
 from engine.sandbox.limits import CallResult
 from tests.conftest import FakeHook, pipeline, returning
@@ -421,3 +423,96 @@ def test_the_kinds_that_wait_on_a_store_or_an_llm_say_so() -> None:
 
     assert MemoryHook.blocks and FaqCacheHook.blocks
     assert not InjectHook.blocks and not EscalateHook.blocks
+
+
+# -- a store that waits holds no event loop --------------------------------------------------
+
+STATE_COUNTER = (
+    "def on_tool_call(event, host):\n"
+    "    host.state.set('n', (host.state.get('n') or 0) + 1)\n"
+    "    return None\n"
+)
+
+
+async def _loop_gap_of(call: Callable[[], Any]) -> tuple[Any, float, float]:
+    """``await call()``'s outcome, how long it took, and the longest the loop went without
+    running another task meanwhile (a ticker waking every 10 ms)."""
+    gaps: list[float] = []
+    done = asyncio.Event()
+
+    async def tick() -> None:
+        last = time.monotonic()
+        while not done.is_set():
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    ticker = asyncio.create_task(tick())
+    await asyncio.sleep(0.05)
+    started = time.monotonic()
+    out = await call()
+    took = time.monotonic() - started
+    done.set()
+    await ticker
+    return out, took, max(gaps)
+
+
+def test_a_locked_sqlite_store_fails_the_guard_without_holding_the_event_loop(
+    tmp_path: Path, project: Callable[[dict[str, str]], Path]
+) -> None:
+    """A state write that waits on SQLite's lock (another process holds it) waits in a
+    thread: the host's loop (the HTTP sidecar's, the MCP gateway's) serves meanwhile."""
+    from tests.backends import write_locked
+
+    db = tmp_path / "locked.db"
+    root = script_agent(project, [STATE_COUNTER])
+    settings = "store: {statement_timeout_s: 0.5}\nrecords: {enabled: false}\n"
+    (root / "engine.yaml").write_text(settings)
+    with Engine.load(root, db=str(db)) as engine:
+        agent = engine.agent("a")
+        assert not agent.tool_call("t", {}, user_id="u1").blocked
+        with write_locked(db):
+            out, took, gap = asyncio.run(
+                _loop_gap_of(lambda: agent.atool_call("t", {}, user_id="u1"))
+            )
+        assert out.blocked and out.hooks[0].cause == "store" and took >= 0.4
+        assert gap < 0.25, f"the event loop was held {gap:.2f} s"
+        assert not asyncio.run(agent.atool_call("t", {}, user_id="u1")).blocked
+
+
+@pytest.mark.postgres
+def test_a_frozen_postgresql_store_fails_the_guard_without_holding_the_event_loop(
+    tmp_path: Path, project: Callable[[dict[str, str]], Path]
+) -> None:
+    """``atool_call`` (the MCP gateway's, LangChain's and the OpenAI Agents guardrails'
+    path) with a script reading ``host.state`` from a server that stopped answering."""
+    from urllib.parse import urlsplit
+
+    from tests.backends import pg_schema
+    from tests.store.test_timeouts import FreezableProxy
+
+    root = script_agent(project, [STATE_COUNTER])
+    with pg_schema() as url:
+        parts = urlsplit(url)
+        proxy = FreezableProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
+        netloc = parts.netloc.replace(f"{parts.hostname}:{parts.port}", f"127.0.0.1:{proxy.port}")
+        (root / "engine.yaml").write_text(
+            f"db_url: '{parts._replace(netloc=netloc).geturl()}'\nrecords: {{enabled: false}}\n"
+            "store: {connect_timeout_s: 1, statement_timeout_s: 1}\n"
+        )
+        try:
+            with Engine.load(root) as engine:
+                agent = engine.agent("a")
+                assert not agent.tool_call("t", {}, user_id="u1").blocked
+                proxy.freeze()
+                try:
+                    out, took, gap = asyncio.run(
+                        _loop_gap_of(lambda: agent.atool_call("t", {}, user_id="u1"))
+                    )
+                finally:
+                    proxy.thaw()
+                assert out.blocked and out.hooks[0].cause == "store" and took >= 0.5
+                assert gap < 0.25, f"the event loop was held {gap:.2f} s"
+        finally:
+            proxy.close()

@@ -203,8 +203,9 @@ def evaluate(
 
 def on_loop(engine: Any) -> bool:
     """Whether single decisions run on the server's event loop: with an SQLite store, where
-    what a decision reads and writes on the loop (``host.state``) is a local file's, in
-    microseconds. With PostgreSQL they run in the threadpool: there each read is a round trip
+    what a decision reads on the loop (``host.state``) is a local file's, in microseconds (a
+    state write, which may wait on the file's lock, goes to a thread: engine/batches.py).
+    With PostgreSQL they run in the threadpool: there each read is a round trip
     to a server, and a slow server would hold the loop every request shares, not one thread.
     """
     return bool(getattr(engine.store, "is_sqlite", False))
