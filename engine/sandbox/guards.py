@@ -115,13 +115,19 @@ class Budget:
 
     def handler(self) -> None:
         """First thing in every except and finally block of a script."""
-        exc = sys.exc_info()[1]
+        self.note(sys.exc_info()[1])
+        self.tick()
+
+    def note(self, exc: BaseException | None) -> None:
+        """Make ``exc`` final if it is running out of memory: every later tick raises.
+
+        Called by ``handler``, and for an exception CPython swallows (one raised by a
+        generator's finally block as the generator goes: see ``python._unraisable``)."""
         if isinstance(exc, MemoryExhausted) or (
             isinstance(exc, MemoryError) and not isinstance(exc, SizeLimit)
         ):
             self.exhausted = True
             self.deadline = -math.inf  # so the hot-path tick takes the slow path and raises
-        self.tick()
 
     def remaining(self) -> float:
         """CPU seconds left."""

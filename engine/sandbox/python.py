@@ -106,6 +106,9 @@ class PythonRuntime:
         self._start_size = self._size = address_space()
         if _count_collection not in gc.callbacks:
             gc.callbacks.append(_count_collection)
+        if sys.unraisablehook is not _unraisable:
+            _UNRAISABLE.append(sys.unraisablehook)
+            sys.unraisablehook = _unraisable
 
     def _warm_up(self) -> None:
         """Load every codec before the first script is compiled or called: no call may be the
@@ -287,6 +290,7 @@ class PythonRuntime:
         sys.setrecursionlimit(_depth() + limits["max_recursion"] + 30)
         self._size = self._memory(limits["memory_mb"])
         collections = [_COLLECTIONS[0]]
+        _RUNNING[0] = budget
         try:
             try:
                 fn()
@@ -348,6 +352,7 @@ class PythonRuntime:
             # After a failure, the frames of the exception went as its handler ended: collect
             # their cycles, still under the caps.
             _collect(collections)
+            _RUNNING[0] = None
             self._memory(0)
             sys.setrecursionlimit(old_limit)
         return None
@@ -414,6 +419,27 @@ def _pow(budget: Budget, base: Any, exp: Any, mod: Any = None) -> Any:
     if type(mod) is int:
         budget.bits(abs(mod).bit_length() + abs(exp).bit_length() if type(exp) is int else 0)
     return pow(base, exp, mod)
+
+
+_RUNNING: list[Budget | None] = [None]
+"""The budget of the script code running now (None between calls), for ``_unraisable``."""
+_UNRAISABLE: list[Callable[[Any], object]] = []
+"""The hook ``_unraisable`` replaced, for exceptions raised outside any call."""
+
+
+def _unraisable(args: Any) -> None:
+    """``sys.unraisablehook``: an exception CPython could not raise to anyone, such as one
+    from a generator's finally block run as the generator went (``it = None``). Such a block
+    is script code: a MemoryError it raised would reach no handler of the script (which makes
+    it final, see ``Budget.handler``), and the script could count how much it allocated before
+    it, which depends on what earlier calls left mapped. Its budget marks it, so the call
+    fails as out of memory however the script went on. (A Deadline needs nothing: every
+    tick after it raises.)"""
+    budget = _RUNNING[0]
+    if budget is not None:
+        budget.note(args.exc_value)
+    elif _UNRAISABLE:
+        _UNRAISABLE[0](args)
 
 
 _COLLECTIONS = [0]
