@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
     from engine.reload import Reloader
     from engine.store.approvals import Approval
+    from engine.store.artifacts import ArtifactRow
     from engine.tools.artifacts import ArtifactStore
     from engine.tools.base import ToolResult
     from engine.tools.toolset import ToolSet
@@ -129,6 +130,8 @@ class Engine:
         self.live = live
         self.db_override = db
         self.store = self.open_store(db or "")
+        # forgetting a session or a user in the store deletes their artifacts' files here
+        self.store.on_artifacts_forgotten(self._artifact_files_forgotten)
         self.writer = (
             RecordWriter(
                 self.store,
@@ -269,7 +272,7 @@ class Engine:
     def artifacts(self, session_id: str) -> list[dict[str, Any]]:
         """The artifacts tool calls made in session ``session_id``, oldest first: ``{id, agent,
         session_id, name, file_name, type, mime, bytes, sha256, tool, call_id, description,
-        time}`` each.
+        time, user_id}`` each (``user_id``: whose call made it, None when none was given).
 
         Raises:
             StoreError: the store could not be read.
@@ -277,8 +280,13 @@ class Engine:
         return [row.as_data() for row in self.artifact_store.rows(session_id)]
 
     def forget_artifacts(self, session_id: str) -> int:
-        """Delete a session's artifacts (rows and files); how many there were."""
+        """Delete a session's artifacts (rows and files); how many there were.
+        ``store.memory_forget`` of ``session:<id>`` or ``user:<id>`` deletes them too."""
         return self.artifact_store.forget(session_id)
+
+    def _artifact_files_forgotten(self, rows: list[ArtifactRow]) -> None:
+        """The store forgot these artifact rows (a session or a user): their files go."""
+        self.artifact_store.remove_files(rows)
 
     # -- shared services -------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ SQLite is the embedded default; a ``postgresql://`` URL selects PostgreSQL."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -293,8 +293,9 @@ class Store(Protocol):
 
     def memory_forget(self, scope: str) -> int:
         """Delete everything kept about a scope (memory, entries, approvals, script state,
-        the last prompt of the session or of the user's sessions, the FAQ answers kept for
-        that user only); return how many rows went."""
+        the last prompt of the session or of the user's sessions, the tool artifacts of the
+        session or of the user's calls, the FAQ answers kept for that user only); return how
+        many rows went."""
         ...
 
     def artifact_add(self, row: ArtifactRow) -> None:
@@ -307,6 +308,16 @@ class Store(Protocol):
 
     def artifact_forget(self, session_id: str) -> int:
         """Delete a session's artifact rows; how many went."""
+        ...
+
+    def artifacts_forget(self, scope: str) -> int:
+        """Delete the artifact rows of ``session:<id>``, or of ``user:<id>``'s calls in any
+        session (``memory_forget`` calls it), handing them to ``on_artifacts_forgotten``."""
+        ...
+
+    def on_artifacts_forgotten(self, remove: Callable[[list[ArtifactRow]], None]) -> None:
+        """Have ``remove`` delete the bytes of the artifact rows ``artifacts_forget`` deletes
+        (the engine that opened the store registers its artifact folder here)."""
         ...
 
     def close(self) -> None: ...

@@ -132,6 +132,7 @@ class LazyStore:
         self._opener = opener
         self._full: Store | None = None
         self._lock = threading.Lock()
+        self._files_forgotten: list[Callable[[list[Any]], None]] = []
         self._opened = file_identity(path)
 
     @property
@@ -142,8 +143,19 @@ class LazyStore:
         """The SQL store on the same file, opened now if it is not yet."""
         with self._lock:
             if self._full is None:
-                self._full = self._opener()
+                full = self._opener()
+                for remove in self._files_forgotten:
+                    full.on_artifacts_forgotten(remove)
+                self._full = full
             return self._full
+
+    def on_artifacts_forgotten(self, remove: Callable[[list[Any]], None]) -> None:
+        """As ``SqlStore.on_artifacts_forgotten``, without opening the SQL store for it: the
+        store opened later gets ``remove`` (only it forgets artifacts)."""
+        with self._lock:
+            self._files_forgotten.append(remove)
+            if self._full is not None:
+                self._full.on_artifacts_forgotten(remove)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):

@@ -196,6 +196,9 @@ artifacts_table = sa.Table(
     sa.Column("call_id", sa.String(300)),
     sa.Column("description", sa.Text, nullable=False, default=""),
     sa.Column("time", sa.String(40), nullable=False),
+    # version 13: the user whose call made it (forgetting the user deletes it, in any session)
+    sa.Column("user_id", sa.String(300)),
+    sa.Index("ix_artifacts_user", "user_id"),
 )
 """A file a tool call made: the row here, its bytes under data/artifacts/<agent>/<session>/<id>/."""
 
@@ -281,6 +284,7 @@ MIGRATIONS: dict[int, tuple[sa.Table, ...]] = {
     10: (),
     11: (),
     12: (),
+    13: (),
 }
 """The tables each schema version added, in creation order."""
 
@@ -348,6 +352,19 @@ def _add_approval_user(conn: sa.Connection) -> None:
         index.create(conn, checkfirst=True)
 
 
+def _add_artifact_user(conn: sa.Connection) -> None:
+    """Version 13: an artifact names the user whose call made it; it is kept under its
+    session, and forgetting the user must still find it. Rows of an older store name none
+    (they go with their session, or with the user whose conversation entries or last prompt
+    name their session: engine/store/artifacts.py)."""
+    t = artifacts_table
+    have = {c["name"] for c in sa.inspect(conn).get_columns(t.name)}
+    if "user_id" not in have:
+        conn.execute(sa.text(f"ALTER TABLE {t.name} ADD COLUMN user_id VARCHAR(300)"))
+    for index in t.indexes:
+        index.create(conn, checkfirst=True)
+
+
 def _full_text_search(conn: sa.Connection) -> None:
     """Version 6: memory facts and episodes and FAQ questions are found through a full-text
     index (SQLite FTS5, PostgreSQL tsvector + GIN; see engine/store/fulltext.py) instead of
@@ -384,6 +401,7 @@ UPGRADES: dict[int, Callable[[sa.Connection], None]] = {
     10: _add_turn_log_user,
     11: _widen_keys,
     12: _add_approval_user,
+    13: _add_artifact_user,
 }
 """Changes to existing tables a version made, run after its new tables are created."""
 BUILDS = frozenset({6})

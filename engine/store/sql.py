@@ -204,10 +204,14 @@ class SqlStore(ApprovalTables, EntryTables, FaqTables, MemoryTables, StateTables
 
     def memory_forget(self, scope: str) -> int:
         """Delete everything kept about a scope: its memory, the last prompt of a session or
-        of a user's sessions, the entries of a session's or a user's conversations, its
-        approvals, every script hook's state kept under it, and the FAQ answers kept for that
-        user only; returns how many rows went."""
-        gone = MemoryTables.memory_forget(self, scope) + self.entries_forget(scope)
+        of a user's sessions, the entries of a session's or a user's conversations, the tool
+        artifacts of a session or of a user's calls (their bytes through
+        ``on_artifacts_forgotten``), its approvals, every script hook's state kept under it,
+        and the FAQ answers kept for that user only; returns how many rows went."""
+        # artifacts first: a user's rows from before schema 13 are found through the entries
+        # and the turn log of their sessions, which go next
+        gone = self.artifacts_forget(scope)
+        gone += MemoryTables.memory_forget(self, scope) + self.entries_forget(scope)
         gone += self.state_forget(scope) + self.faq_forget(scope)
         return gone + self._write(lambda conn: self.approvals_forget(conn, scope))
 

@@ -1,8 +1,10 @@
 """Artifacts: files tool calls make, kept per session under ``<artifacts_dir>/<agent>/<session>/
-<id>/<file name>`` with a row in the store; names checked, sizes capped, gone with the session."""
+<id>/<file name>`` with a row in the store; names checked, sizes capped, gone with the session
+and with the user whose call made them."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import shutil
@@ -145,6 +147,20 @@ class ArtifactStore:
             shutil.rmtree(self.root / safe_name(agent) / folder_of(session_id), ignore_errors=True)
         return gone
 
+    def remove_files(self, rows: list[ArtifactRow]) -> None:
+        """Delete the files of artifact rows the store forgot (``Store.memory_forget`` of a
+        session or a user): each artifact's folder, and its session folder once empty."""
+        for row in rows:
+            if not _ID.match(row.id):
+                continue  # no id the engine made: never a path
+            try:
+                folder = self.root / safe_name(row.agent) / folder_of(row.session_id) / row.id
+            except ToolInputError:
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            with contextlib.suppress(OSError):  # not empty: other artifacts, a call writing
+                folder.parent.rmdir()
+
     def _agent_dirs(self) -> list[Path]:
         try:
             return [p for p in self.root.iterdir() if p.is_dir()]
@@ -166,6 +182,8 @@ class ArtifactMeta:
     mime: str | None = None
     description: str = ""
     id: str | None = None
+    user_id: str | None = None
+    """The user whose call makes it: forgetting them deletes it (engine/store/artifacts.py)."""
 
     def row(self, artifact_id: str, file_name: str, data: bytes) -> ArtifactRow:
         return ArtifactRow(
@@ -182,6 +200,7 @@ class ArtifactMeta:
             call_id=self.call_id,
             description=self.description,
             time=datetime.now(UTC).isoformat(timespec="microseconds"),
+            user_id=self.user_id,
         )
 
 
@@ -243,6 +262,7 @@ class CallContext:
             file_name,
             type,
             description=desc,
+            user_id=self.user_id,
         )
 
     def add_artifact(

@@ -160,4 +160,5 @@ def _meta(ctx: CallContext, meta: dict[str, Any]) -> ArtifactMeta:
         meta["mime"],
         meta["description"],
         meta["id"],
+        user_id=ctx.user_id,
     )

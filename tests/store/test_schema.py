@@ -58,7 +58,7 @@ def make_v1_store(url: str) -> None:
 def test_a_new_store_is_at_the_current_version(db_url: str) -> None:
     store = open_store(db_url)
     store.close()
-    assert version_of(db_url) == SCHEMA_VERSION == 12
+    assert version_of(db_url) == SCHEMA_VERSION == 13
 
 
 def test_an_older_store_is_migrated_forward_keeping_its_data(db_url: str) -> None:
