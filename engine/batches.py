@@ -85,12 +85,11 @@ def script_hooks(run: Run, slots: tuple[Slot, ...]) -> Generator[Step, Any, None
 def _reads_wait(run: Run, slots: list[Slot]) -> bool:
     """Whether preparing ``slots`` may wait on a store server: one of them loads state or
     entries, and the store is not SQLite (whose reads in WAL mode wait on no writer)."""
-    if getattr(run.services.store, "is_sqlite", False):
-        return False
-    return any(
+    loads = any(
         getattr(slot.hook, "uses_state", False) or getattr(slot.hook, "uses_entries", False)
         for slot in slots
     )
+    return loads and not getattr(run.services.store, "is_sqlite", False)
 
 
 def _writes(answer: Any) -> bool:

@@ -135,6 +135,9 @@ class LazyStore:
         self._files_forgotten: list[Callable[[list[Any]], None]] = []
         self._opened = file_identity(path)
 
+    is_sqlite = True
+    """Always: asked without opening the SQL store (engine/batches.py asks it per batch)."""
+
     @property
     def url(self) -> str:
         return f"sqlite:///{self.file}"
