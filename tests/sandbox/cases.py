@@ -380,6 +380,25 @@ CASES: list[Case] = [
         'host.state.set("k", "x".repeat(17000));',
         Fails(RUNTIME, "error"),
     ),
+    # the caps count bytes of UTF-8: 6,000 euro signs are 18,000 bytes in 6,000 characters
+    case(
+        "state_value_too_large_in_bytes",
+        'host.state.set("k", "\u20ac" * 6000)',
+        'host.state.set("k", "\u20ac".repeat(6000));',
+        Fails(RUNTIME, "error", says="larger than 16384 bytes"),
+    ),
+    case(
+        "emit_too_large_in_bytes",
+        'host.emit({"type": "message", "data": {"c": "\u20ac" * 3000}})',
+        'host.emit({type: "message", data: {c: "\u20ac".repeat(3000)}});',
+        Fails(RUNTIME, "error", says="larger than 8192 bytes"),
+    ),
+    case(
+        "state_value_just_under_the_cap_in_bytes",
+        'host.state.set("k", "\u20ac" * 5460)\n    return {"ok": True}',
+        'host.state.set("k", "\u20ac".repeat(5460));\n  return {ok: true};',
+        Returns({"ok": True}),
+    ),
     case(
         "state_value_not_json",
         'host.state.set("k", {1, 2})',

@@ -130,6 +130,12 @@ def test_adds_come_back_in_order_and_listing_is_noted(pool: WorkerPool, lang: st
 
 REFUSED = [
     ("host.entries.add('k', 'x' * 5000)", "host.entries.add('k', 'x'.repeat(5000));", "larger"),
+    # bytes of UTF-8, not characters: 2,000 euro signs are 6,000 bytes
+    (
+        "host.entries.add('k', '\u20ac' * 2000)",
+        "host.entries.add('k', '\u20ac'.repeat(2000));",
+        "larger than 4096 bytes",
+    ),
     (
         "for i in range(17):\n    host.entries.add('k', i)",
         "for (var i = 0; i < 17; i++) { host.entries.add('k', i); }",

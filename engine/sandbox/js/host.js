@@ -33,6 +33,14 @@
     }
     return n;
   }
+  /* A value handed to the host as a fresh copy, within ``max`` bytes of compact UTF-8 JSON,
+     as guards._plain_copy measures it: toJSON counts characters, and one character is up to
+     three bytes (a state value of 16,384 euro signs passed as 16,384 "bytes"). */
+  function copied(v, L, max, where) {
+    var s = h.toJSON(v, L.max_depth, max, where);
+    if (s.length * 3 > max && utf8(s) > max) { fail(where, "larger than " + max + " bytes"); }
+    return parse(s);
+  }
   function engine() {
     if (regex === null) { regex = h.eval(h.regexSource); }
     return regex;
@@ -92,7 +100,7 @@
         entryKind("host.entries.add", k);
         conversation("host.entries.add");
         if (data === undefined) { fail("host.entries.add", "data must be JSON"); }
-        var v = parse(h.toJSON(data, L.max_depth, L.max_entry_bytes, "host.entries.add: data"));
+        var v = copied(data, L, L.max_entry_bytes, "host.entries.add: data");
         if (added.length >= L.max_entry_adds) { fail("host.entries.add", "more than " + L.max_entry_adds + " entries"); }
         added.push({ kind: k, data: v });
         return null;
@@ -119,7 +127,7 @@
       now: function now() { return hasOwn.call(req.event, "time") ? req.event.time : null; },
       emit: function emit(ev) {
         if (ev === null || typeof ev !== "object" || isArray(ev)) { fail("host.emit", "event must be an object {type, data}"); }
-        var e = parse(h.toJSON(ev, L.max_depth, L.max_emit_bytes, "host.emit: event"));
+        var e = copied(ev, L, L.max_emit_bytes, "host.emit: event");
         var keys = Object.keys(e);
         if (keys.length !== 2 || !hasOwn.call(e, "type") || !hasOwn.call(e, "data")) { fail("host.emit", "event must have exactly the keys type and data"); }
         if (EMIT_TYPES.indexOf(e.type) < 0) { fail("host.emit", "type must be one of status, message, citation"); }
@@ -167,7 +175,7 @@
         key(k);
         var ttl = ttlOf(opts);
         if (value === undefined) { fail("host.state.set", "value must be JSON (null deletes)"); }
-        var v = parse(h.toJSON(value, L.max_depth, L.max_state_value_bytes, "host.state.set: value"));
+        var v = copied(value, L, L.max_state_value_bytes, "host.state.set: value");
         if (v === null && !(hasOwn.call(state, k) && state[k] !== null)) {
           /* deleting a key the store does not hold writes nothing: a call's writes stay
              bounded by twice max_state_keys (guards.HostState.set) */
