@@ -360,6 +360,15 @@ JAVASCRIPT: list[Attack] = [
         'var ps = []; for (var i = 0; i < 16; i++) { ps.push("(a|aa)*b", "(x+x+)+y"); } return {leak: host.redact("a".repeat(200000), ps)};',
     ),
     js("state_of_another_hook", 'return {leak: host.state.get("other-hook-secret")};'),
+    # what host.redact checks must be what it uses: a list read once, each pattern read once
+    js(
+        "redact_patterns_length_grows_after_the_check",
+        "var reads = 0, seen = 0; var len = {valueOf: function () { seen++; return seen === 1 ? 1 : 1000; }}; var ps = new Proxy(['a'], {get: function (t, k) { if (k === 'length') { return seen === 0 ? len : 1000; } reads++; return 'b'; }}); host.redact('ab', ps); return {leak: reads > 32};",
+    ),
+    js(
+        "redact_pattern_changes_after_its_check",
+        "var k = 0; var ps = ['x']; Object.defineProperty(ps, 0, {get: function () { k++; return k === 1 ? 'a' : 'a'.repeat(600); }}); host.redact('aaa', ps); return {leak: k > 1};",
+    ),
     js("nul_in_strings", 'return {x: "before\\u0000after"};'),
     # state carried from one call to the next (top-level code runs at load and again per call)
     js(

@@ -157,11 +157,14 @@
       redact: function redact(text, patterns, replacement) {
         checkText("host.redact", "text", text, L.max_text_chars);
         if (!isArray(patterns)) { fail("host.redact", "patterns must be a list of strings"); }
-        if (patterns.length > L.max_patterns) { fail("host.redact", "more than " + L.max_patterns + " patterns"); }
-        var ps = [];
-        for (var i = 0; i < patterns.length; i++) {
-          checkText("host.redact", "pattern", patterns[i], L.max_pattern_chars);
-          ps.push(patterns[i]);
+        /* read once each, length and patterns: a getter or a Proxy answers anew on every read,
+           and what is checked must be what the pattern engine gets */
+        var n = +patterns.length, ps = [];
+        if (n > L.max_patterns) { fail("host.redact", "more than " + L.max_patterns + " patterns"); }
+        for (var i = 0; i < n; i++) {
+          var p = patterns[i];
+          checkText("host.redact", "pattern", p, L.max_pattern_chars);
+          ps.push(p);
         }
         if (replacement === undefined) { replacement = "[REDACTED]"; }
         checkText("host.redact", "replacement", replacement, L.max_pattern_chars);
