@@ -114,20 +114,18 @@ class Budget:
         self.deadline = -math.inf
 
     def handler(self) -> None:
-        """First thing in every except and finally block of a script."""
-        self.note(sys.exc_info()[1])
-        self.tick()
+        """First thing in every except and finally block of a script, and of every except
+        clause's expression (see ``policy.ScriptPolicy.visit_ExceptHandler``).
 
-    def note(self, exc: BaseException | None) -> None:
-        """Make ``exc`` final if it is running out of memory: every later tick raises.
-
-        Called by ``handler``, and for an exception CPython swallows (one raised by a
-        generator's finally block as the generator goes: see ``python._unraisable``)."""
+        The exception is marked before any further call: near the recursion limit, a nested
+        call could fail first, and the RecursionError would hide the MemoryError."""
+        exc = sys.exc_info()[1]
         if isinstance(exc, MemoryExhausted) or (
             isinstance(exc, MemoryError) and not isinstance(exc, SizeLimit)
         ):
             self.exhausted = True
             self.deadline = -math.inf  # so the hot-path tick takes the slow path and raises
+        self.tick()
 
     def remaining(self) -> float:
         """CPU seconds left."""

@@ -214,6 +214,13 @@ class ScriptPolicy(RestrictingNodeTransformer):
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> Any:
         node = _same(node, super().visit_ExceptHandler(node))
         node.body.insert(0, copy_locations(_handler(), node))
+        if node.type is not None:
+            # The clause's expression runs while the exception is in flight, before the body:
+            # one that raises (``except MemoryError``, a name scripts lack) would replace the
+            # exception unseen. ``_handler_() or E`` sees it first (the handler returns None).
+            node.type = copy_locations(
+                ast.BoolOp(ast.Or(), [_call("_handler_"), node.type]), node.type
+            )
         return node
 
     def visit_Try(self, node: ast.Try) -> Any:

@@ -6,6 +6,7 @@ import ast
 import builtins
 import gc
 import json
+import math
 import os
 import resource
 import sys
@@ -436,10 +437,16 @@ def _unraisable(args: Any) -> None:
     fails as out of memory however the script went on. (A Deadline needs nothing: every
     tick after it raises.)"""
     budget = _RUNNING[0]
-    if budget is not None:
-        budget.note(args.exc_value)
-    elif _UNRAISABLE:
-        _UNRAISABLE[0](args)
+    if budget is None:
+        if _UNRAISABLE:
+            _UNRAISABLE[0](args)
+        return
+    # No call but the attribute reads: near the recursion limit a call could fail first.
+    # Python code raises a plain MemoryError (a refused size is SizeLimit, not marked).
+    kind = args.exc_value.__class__
+    if kind is MemoryError or kind is MemoryExhausted:
+        budget.exhausted = True
+        budget.deadline = -math.inf
 
 
 _COLLECTIONS = [0]

@@ -329,6 +329,11 @@ CATCH_MEMORY = {
     "finally_return": f"try:\n{textwrap.indent(GROW, '    ')}\nfinally:\n    return {{'leak': n}}",
     "nested_handlers": f"try:\n    try:\n{textwrap.indent(GROW, '        ')}\n    except Exception:\n        chunks = None\nexcept:\n    pass\nreturn {{'leak': n}}",
     "retry_after_catching": f"for attempt in range(3):\n    try:\n{textwrap.indent(GROW, '        ')}\n    except Exception:\n        chunks = []\nreturn {{'leak': n}}",
+    # The except clause's own expression fails (MemoryError is no name a script has): the
+    # NameError replaces the MemoryError before the handler's body runs, and the outer
+    # handler sees only the NameError.
+    "except_clause_that_raises": f"try:\n    try:\n{textwrap.indent(GROW, '        ')}\n    except MemoryError:\n        chunks = None\nexcept Exception:\n    chunks = None\nreturn {{'leak': n}}",
+    "except_clause_attribute_error": f"try:\n    try:\n{textwrap.indent(GROW, '        ')}\n    except (ValueError, host.nothing):\n        chunks = None\nexcept Exception:\n    chunks = None\nreturn {{'leak': n}}",
     # A generator's finally block, run as the generator goes: CPython swallows what it raises
     # (an "unraisable" exception), so no handler of the script ever sees the MemoryError.
     "generator_finalizer": "count = [0]\ndef g():\n    try:\n        yield 1\n    finally:\n        kept = []\n        while True:\n            kept.append(chr(65 + count[0] % 26) * 1000000)\n            count[0] = count[0] + 1\nit = g()\nnext(it)\nit = None\nreturn {'leak': count[0]}",
