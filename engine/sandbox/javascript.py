@@ -481,7 +481,14 @@ class JavaScriptRuntime:
         finally:
             c.ctx.set_time_limit(-1)
         if not raw["ok"]:
-            raise ValueError(raw["error"]["message"])
+            err = raw["error"]
+            if err["thrown_null"] or (
+                err["type"] == "InternalError" and "out of memory" in err["message"]
+            ):
+                # The engine caught its own out of memory: the script must not (a ValueError
+                # it could catch would let it measure the memory this shared context has left).
+                raise MemoryError("out of memory in host.match/redact")
+            raise ValueError(err["message"])
         return raw["value"]
 
 

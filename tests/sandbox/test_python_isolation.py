@@ -351,6 +351,21 @@ def test_running_out_of_memory_cannot_be_caught_and_measured(
     assert info.value.cause == "memory"
 
 
+def test_the_pattern_engine_running_out_of_memory_cannot_be_caught_and_measured() -> None:
+    # host.redact's engine (a QuickJS context every Python call of the worker shares) ran out
+    # of memory and the script caught a ValueError("out of memory") and went on: it could
+    # search for the size at which that happens, which depends on the shared context.
+    body = (
+        "for n in [1000, 20000]:\n    try:\n        host.redact('a' * n, ['a'], 'x' * 512)\n"
+        "    except Exception as e:\n        return {'leak': n, 'said': str(e.args)}\nreturn None"
+    )
+    with WorkerPool(size=1, limits=Limits(timeout_ms=2000, memory_mb=8)) as pool:
+        script = compile_py(pool, py_body(body), "redact_out_of_memory")
+        with pytest.raises(ScriptLimitError) as info:
+            call(pool, script)
+    assert info.value.cause == "memory"
+
+
 def test_a_refused_size_can_be_caught_it_allocated_nothing(one_worker: WorkerPool) -> None:
     source = py_body(
         "try:\n    x = 'a'.ljust(10 ** 9)\nexcept Exception as e:\n    return {'refused': str(e)}"
