@@ -263,17 +263,23 @@ def _js_bindings(root: Any) -> list[Any]:
 
 
 def _pattern_names(node: Any) -> list[Any]:
-    if node is None:
-        return []
-    if node.type in ("identifier", "shorthand_property_identifier_pattern"):
-        return [node]
-    if node.type in _PATTERNS:
-        return [n for child in node.named_children for n in _pattern_names(child)]
-    if node.type == "pair_pattern":
-        return _pattern_names(node.child_by_field_name("value"))
-    if node.type in ("assignment_pattern", "object_assignment_pattern"):
-        return _pattern_names(node.child_by_field_name("left"))
-    return []
+    """The identifiers a binding pattern declares, in source order. A loop, not recursion:
+    a pattern nested thousands deep must not end the check in a RecursionError."""
+    out: list[Any] = []
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if n is None:
+            continue
+        if n.type in ("identifier", "shorthand_property_identifier_pattern"):
+            out.append(n)
+        elif n.type in _PATTERNS:
+            todo.extend(reversed(n.named_children))
+        elif n.type == "pair_pattern":
+            todo.append(n.child_by_field_name("value"))
+        elif n.type in ("assignment_pattern", "object_assignment_pattern"):
+            todo.append(n.child_by_field_name("left"))
+    return out
 
 
 def _js_globals(root: Any, binding_ids: set[int], declared: set[str]) -> Iterator[Finding]:

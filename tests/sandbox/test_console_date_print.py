@@ -13,7 +13,7 @@ import pytest
 from engine.errors import ScriptCompileError, ScriptError
 from engine.sandbox import CallResult, Language, WorkerPool
 from engine.sandbox.javascript import JavaScriptRuntime
-from engine.sandbox.static_checks import JS_GLOBALS
+from engine.sandbox.static_checks import JS_GLOBALS, check_script
 
 TIME = "2025-03-04T05:06:07.123456+00:00"
 MS = 1741064767123
@@ -169,6 +169,18 @@ def test_js_globals_of_the_static_checks_are_the_sandboxs() -> None:
     assert set(names) == JS_GLOBALS
     with pytest.raises(_quickjs.JSException):
         c.ctx.eval("require")
+
+
+@pytest.mark.parametrize(
+    "pattern", ["[" * 5000 + "a" + "]" * 5000, "{a:" * 5000 + "b" + "}" * 5000]
+)
+def test_the_static_checks_read_a_deeply_nested_pattern(pattern: str) -> None:
+    # A destructuring pattern thousands deep was walked by recursion: RecursionError.
+    name = "a" if pattern[0] == "[" else "b"
+    source = f"var x;\nconst {pattern} = x;\nfunction on_tool_call(e, h) {{ return {name}; }}\n"
+    assert check_script(source, "javascript") == []
+    params = f"function f({pattern}) {{}}\nfunction on_tool_call(event, host) {{ return zz; }}\n"
+    assert [f.field for f in check_script(params, "javascript")] == ["zz"]
 
 
 # -- Python print ----------------------------------------------------------------------------
