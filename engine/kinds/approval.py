@@ -82,7 +82,7 @@ class ApprovalHook(SpecHook):
         if remembered is not None:
             ctx.extras["approval"] = {"id": remembered, "status": "remembered"}
             return None
-        key = _call_key(event, args)
+        key = _call_key(event, args, ctx.scope.user_id)
         found = ctx.store.approval_for_call(ctx.agent, self.name, whose(ctx.scope), key)
         if found is None:
             found = self._ask(event, ctx, tool, args)
@@ -110,7 +110,7 @@ class ApprovalHook(SpecHook):
             agent=ctx.agent,
             hook=self.name,
             scope_key=whose(ctx.scope),
-            call_key=_call_key(event, args),
+            call_key=_call_key(event, args, ctx.scope.user_id),
             tool=tool,
             input=args,
             message=render(self.config.message, event),
@@ -134,13 +134,20 @@ def whose(scope: Scope) -> str:
     return f"session:{scope.session_id}" if scope.session_id else scope.key()
 
 
-def _call_key(event: dict[str, Any], args: dict[str, Any]) -> str:
-    """What makes two evaluations the same call: the host's call id, else tool and input."""
+def _call_key(event: dict[str, Any], args: dict[str, Any], user_id: str | None) -> str:
+    """What makes two evaluations the same call: the host's call id, else tool and input.
+
+    Either way the key holds the digest of the tool, the input and the user: a decision is
+    only ever found for the very call that was put to the person, so a host (or a model
+    choosing its call ids) reusing an approved call id for another tool, another input or
+    another user of the session is asked anew instead of running it."""
+    what = input_digest({"tool": event["name"], "input": args, "user": user_id})
     call_id = event.get("call_id")
     if not call_id:
-        return f"input:{event['name']}:{input_digest(args)}"
-    # a long id is kept as its digest: the column holds 300 characters
-    return f"id:{call_id}" if len(call_id) <= 200 else f"id#{input_digest({'id': call_id})}"
+        return f"input:{what}"
+    # a long id is kept as its digest: the column holds 300 characters (3 + 200 + 1 + 64)
+    shown = call_id if len(call_id) <= 200 else f"#{input_digest({'id': call_id})}"
+    return f"id:{shown}@{what}"
 
 
 def _remember_scope(remember: str, ctx: HookContext) -> str | None:
