@@ -89,9 +89,13 @@ class ApprovalHook(SpecHook):
         status = found.status_at(event["time"])
         if status == EXPIRED and found.status == PENDING:
             ctx.store.approval_expire(found.id)
-        if status != PENDING and key.startswith("input:"):
-            # without a call id the decision was for this one call: the next is asked anew
-            ctx.store.approval_close(found.id)
+        # without a call id the decision was for this one call: the next is asked anew.
+        # Evaluations racing on one decision: only the one that detaches it takes it, the
+        # others put a new question (an approval runs the call once, not once each)
+        once = status != PENDING and key.startswith("input:")
+        if once and not ctx.store.approval_close(found.id, key):
+            found = self._ask(event, ctx, tool, args)
+            status = PENDING
         return _answer(ctx, found, status)
 
     def _remembered(self, ctx: HookContext, tool: str, args: dict[str, Any]) -> str | None:

@@ -183,8 +183,9 @@ class Store(Protocol):
         """Mark a pending approval whose time passed as expired."""
         ...
 
-    def approval_close(self, approval_id: str) -> None:
-        """Detach a decided approval from its call key (the next such call is asked anew)."""
+    def approval_close(self, approval_id: str, call_key: str | None = None) -> bool:
+        """Detach a decided approval from its call key (the next such call is asked anew);
+        with ``call_key``, only if still attached to it: True for the one that detached it."""
         ...
 
     def approval_remembered(

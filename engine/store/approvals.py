@@ -145,13 +145,19 @@ class ApprovalTables(Database):
         stmt = t.update().where(t.c.id == approval_id, t.c.status == PENDING)
         self._write(lambda conn: conn.execute(stmt.values(status=EXPIRED)))
 
-    def approval_close(self, approval_id: str) -> None:
+    def approval_close(self, approval_id: str, call_key: str | None = None) -> bool:
         """Detach a decided approval from its call key, so the next call with that key is
-        asked anew (calls without an id are keyed by their input)."""
+        asked anew (calls without an id are keyed by their input). With ``call_key``, only
+        while it is still attached to that key: True for the one caller that detached it
+        (of evaluations racing on one decision, exactly one takes it), False for the others.
+        """
         t = approvals_table
         stmt = t.update().where(t.c.id == approval_id)
+        if call_key is not None:
+            stmt = stmt.where(t.c.call_key == call_key)
         closed = sa.func.substr(t.c.call_key, 1, 200) + "#" + approval_id
-        self._write(lambda conn: conn.execute(stmt.values(call_key=closed)))
+        changed = self._write(lambda conn: conn.execute(stmt.values(call_key=closed)).rowcount)
+        return bool(changed == 1)
 
     def approval_remembered(
         self, agent: str, hook: str, scope: str, tool: str, input_digest: str

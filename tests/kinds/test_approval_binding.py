@@ -4,6 +4,7 @@ when the call has no id, and the question shows the input's hidden characters.""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from tests import backends
@@ -61,3 +62,36 @@ def test_an_approval_of_one_user_does_not_let_another_user_of_the_session_run(
     agent.resolve(asked["id"], True, by="alice")
     stranger = agent.tool_call("pay", {"amount": 5}, session_id="s1", user_id="mallory")
     assert stranger.blocked and stranger.approval is not None
+
+
+def race(agents: list[Any], args: dict[str, Any], count: int = 8) -> list[Any]:
+    """The outcomes of ``count`` evaluations of one call without an id, started at once."""
+    start, outs = threading.Barrier(count), []
+
+    def evaluate(agent: Any) -> None:
+        start.wait()
+        outs.append(agent.tool_call("pay", args, session_id="s1"))
+
+    threads = [threading.Thread(target=evaluate, args=(agents[i % 2],)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outs
+
+
+def test_an_approval_without_a_call_id_runs_the_call_once_under_racing_evaluations(
+    hook_agent: Any,
+) -> None:
+    # two engines on one store: two processes of a host evaluating the same call at once
+    agents = [hook_agent(ASK), hook_agent(ASK)]
+    for round_ in range(4):
+        args = {"amount": round_}
+        asked = agents[0].tool_call("pay", args, session_id="s1").approval
+        assert asked is not None
+        agents[1].resolve(asked["id"], True, by="alice")
+        outs = race(agents, args)
+        ran = [out for out in outs if not out.blocked]
+        asked_anew = [out.approval for out in outs if out.approval is not None]
+        assert len(ran) == 1 and len(asked_anew) == 7, round_
+        assert all(new["id"] != asked["id"] for new in asked_anew)

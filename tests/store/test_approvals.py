@@ -80,6 +80,15 @@ def test_a_closed_approval_leaves_its_call_key_free(store: Any) -> None:
     assert store.approval_get("a1").status == "approved"
 
 
+def test_a_decision_without_a_call_id_is_taken_by_one_close_only(store: Any) -> None:
+    key = "input:" + "f" * 64
+    store.approval_add(asked(call_key=key))
+    store.approval_resolve("a1", approve=True, by="alice", note=None, now=T1)
+    assert store.approval_close("a1", key) is True
+    assert store.approval_close("a1", key) is False  # a racing evaluation: asked anew
+    assert store.approval_for_call("ag", "ask", "session:s1", key) is None
+
+
 def test_a_scopes_approvals_are_forgotten_with_it(store: Any) -> None:
     store.approval_add(asked())
     store.approval_add(asked("a2", scope_key="session:s2", remember_scope="session:s2"))
