@@ -36,9 +36,16 @@ def outcome_lines(out: Outcome, *, verbose: bool = True) -> list[str]:
 
 
 def approval_line(approval: Any) -> str:
-    """A waiting approval as one line: its id, the question, the call, when it expires."""
+    """A waiting approval as one line: its id, the question, the call, when it expires.
+
+    The person decides from this line: the input is shown whole (a long command's end is
+    where the dangerous part hides) and every character they would not see as written
+    (a newline, a bidi override) escaped, in the question too."""
+    from engine.kinds.approval import visible
+
+    shown = visible(json.dumps(approval.input, ensure_ascii=False, sort_keys=True))
     return (
-        f"  {approval.id}  {approval.message}  [{approval.tool} {short(approval.input)}; "
+        f"  {approval.id}  {visible(approval.message)}  [{visible(approval.tool)} {shown}; "
         f"expires {approval.expires_at}]"
     )
 

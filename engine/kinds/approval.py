@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -206,17 +207,39 @@ def render(template: str, event: dict[str, Any]) -> str:
     def field(match: re.Match[str]) -> str:
         name = match.group(1)
         if name == "tool":
-            return str(event["name"])
+            return visible(str(event["name"]))
         if name == "call_id":
-            return str(event.get("call_id") or "")
+            return visible(str(event.get("call_id") or ""))
         if name == "input":
-            return json.dumps(args, ensure_ascii=False, sort_keys=True)
+            return visible(json.dumps(args, ensure_ascii=False, sort_keys=True))
         if name.startswith("input.") and name[6:] in args:
             value = args[name[6:]]
-            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            return visible(shown)
         return match.group(0)
 
     return _FIELD.sub(field, template)
+
+
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+"""Character categories that a person reading the question would not see as written:
+controls (a newline pushing the rest of a command out of a one-line prompt, a carriage
+return or escape sequence redrawing it), format characters (bidi overrides reordering what
+is shown, zero-width characters), separators, surrogates, unassigned and private ones."""
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def visible(text: str) -> str:
+    """``text`` with each character a person would not see as written escaped (``\\n``,
+    ``\\u202e``), so what the question shows is what will run."""
+    if text.isprintable():  # the common case: nothing hidden (spaces are printable too)
+        return text
+    return "".join(_escaped(ch) if unicodedata.category(ch) in _HIDDEN else ch for ch in text)
+
+
+def _escaped(ch: str) -> str:
+    code = ord(ch)
+    return _ESCAPES.get(ch) or (f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
 
 
 def build(spec: HookSpec, env: BuildEnv) -> ApprovalHook:

@@ -95,3 +95,27 @@ def test_an_approval_without_a_call_id_runs_the_call_once_under_racing_evaluatio
         asked_anew = [out.approval for out in outs if out.approval is not None]
         assert len(ran) == 1 and len(asked_anew) == 7, round_
         assert all(new["id"] != asked["id"] for new in asked_anew)
+
+
+def test_the_question_shows_hidden_characters_of_the_input_escaped(hook_agent: Any) -> None:
+    agent = hook_agent(ASK.replace("Delete {{input.path}}?", "Run {{input.cmd}} ({{input}})?"))
+    cmd = "ls notes\u202e\n\n\n; rm -rf / \u200b\x1b[2K\u2028"
+    asked = agent.tool_call("pay", {"cmd": cmd}, call_id="c1", session_id="s1").approval
+    assert asked is not None and asked["input"] == {"cmd": cmd}  # the data stays as it runs
+    shown = "ls notes\\u202e\\n\\n\\n; rm -rf / \\u200b\\u001b[2K\\u2028"
+    assert asked["message"] == f'Run {shown} ({{"cmd": "{shown}"}})?'
+    assert asked["message"].isprintable()
+    plain = agent.tool_call("pay", {"cmd": "café ls  -l"}, call_id="c2", session_id="s1")
+    assert plain.approval is not None
+    assert plain.approval["message"] == 'Run café ls  -l ({"cmd": "café ls  -l"})?'
+
+
+def test_the_cli_line_a_person_decides_from_shows_the_whole_input(hook_agent: Any) -> None:
+    from engine.cli.render import approval_line
+
+    agent = hook_agent(ASK)
+    args = {"path": "x" * 300 + "\u202e; rm -rf /"}
+    agent.tool_call("pay", args, call_id="c1", session_id="s1")
+    (waiting,) = agent.approvals(session_id="s1")
+    line = approval_line(waiting)
+    assert "x" * 300 + "\\u202e; rm -rf /" in line and line.isprintable()
