@@ -431,7 +431,7 @@ def test_http_token_names_are_unique_and_the_error_names_the_line(
     ("yaml", "field", "message"),
     [
         ("scopes: []", "http.tokens[0].scopes", "must not be empty"),
-        ("scopes: [read]", "http.tokens[0].scopes[0]", "'decide' or 'admin'"),
+        ("scopes: [read]", "http.tokens[0].scopes[0]", "'decide', 'approve' or 'admin'"),
         ("scopes: [decide]\n      token: x", "http.tokens[0].token", "unknown field"),
     ],
 )

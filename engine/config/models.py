@@ -630,8 +630,10 @@ class TokenSpec(Strict):
     """Names the token in logs and errors (the token itself never appears there)."""
     env: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     """Environment variable holding the token."""
-    scopes: list[Literal["decide", "admin"]] = Field(min_length=1)
-    """What the token may do: ``decide`` asks for decisions, ``admin`` calls the admin routes."""
+    scopes: list[Literal["decide", "approve", "admin"]] = Field(min_length=1)
+    """What the token may do: ``decide`` asks for decisions, ``approve`` answers the tool calls
+    waiting on a person (a person's token, never the host's), ``admin`` calls the admin
+    routes (and may approve too)."""
 
 
 def _unique_names(tokens: list[TokenSpec]) -> list[TokenSpec]:

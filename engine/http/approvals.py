@@ -1,5 +1,6 @@
 """The approval routes: the questions waiting on a person, and ``POST /v1/approvals/{id}``
-answering one (a token with the ``decide`` or the ``admin`` scope)."""
+answering one (a token with the ``approve`` or the ``admin`` scope: never the ``decide``
+token of the host whose call waits, which the agent it runs may be able to read)."""
 
 from __future__ import annotations
 
@@ -52,16 +53,16 @@ class ApprovalOut(BaseModel):
     note: str | None
 
 
-async def decide_or_admin(
+async def approve_or_admin(
     request: Request,
     _bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     _key: Annotated[str | None, Depends(api_key)],
 ) -> Token | None:
-    """Admit a token with the ``decide`` scope, or else one with ``admin``."""
+    """Admit a token with the ``approve`` scope, or else one with ``admin``."""
     auth: Auth = request.app.state.auth
     given = token_of(request.headers)
     try:
-        return auth.check("decide", given)
+        return auth.check("approve", given)
     except ApiError as refused:
         if refused.status not in (403, 503):
             raise
@@ -69,8 +70,8 @@ async def decide_or_admin(
 
 
 def router(engine: Any, authorize: Callable[..., Any]) -> APIRouter:
-    """The approval routes (``authorize``, the ``decide`` dependency, is widened to admit
-    ``admin`` tokens too)."""
+    """The approval routes (``authorize``, the ``decide`` dependency, is not used: they admit
+    ``approve`` and ``admin`` tokens)."""
     del authorize
     api = APIRouter(tags=["approvals"])
 
@@ -82,7 +83,7 @@ def router(engine: Any, authorize: Callable[..., Any]) -> APIRouter:
     def resolve(
         approval_id: ApprovalId,
         body: ResolutionIn,
-        token: Annotated[Token | None, Depends(decide_or_admin)],
+        token: Annotated[Token | None, Depends(approve_or_admin)],
     ) -> dict[str, Any]:
         """Approve or deny a pending approval, once; who decided and when are recorded."""
         by = body.by or (token.name if token is not None else None)
@@ -110,7 +111,7 @@ def router(engine: Any, authorize: Callable[..., Any]) -> APIRouter:
         responses=responses(401, 403, 422, 503),
     )
     async def waiting(
-        _token: Annotated[Token | None, Depends(decide_or_admin)],
+        _token: Annotated[Token | None, Depends(approve_or_admin)],
         agent: Annotated[str, Query(min_length=1, max_length=200)],
         session_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
         user_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,

@@ -21,7 +21,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from engine.http.errors import ApiError
 
-SCOPES = ("decide", "admin")
+SCOPES = ("decide", "approve", "admin")
 
 bearer = HTTPBearer(auto_error=False, description="a token from http.tokens (or the admin token)")
 api_key = APIKeyHeader(
@@ -45,7 +45,7 @@ def digest(secret: str) -> bytes:
 
 @dataclass(frozen=True)
 class Auth:
-    """The tokens an app accepts; ``open_scopes`` need none (``--no-auth``: decide)."""
+    """The tokens an app accepts; ``open_scopes`` need none (``--no-auth``: decide, approve)."""
 
     tokens: tuple[Token, ...]
     open_scopes: frozenset[str] = frozenset()
@@ -99,7 +99,8 @@ def load_auth(http: Any, *, no_auth: bool = False) -> Auth:
         secret = os.environ.get(spec.env, "")
         if secret:
             tokens.append(Token(spec.name, digest(secret), frozenset(spec.scopes)))
-    return Auth(tuple(tokens), frozenset({"decide"}) if no_auth else frozenset(), http.token_env)
+    opened = frozenset({"decide", "approve"}) if no_auth else frozenset()
+    return Auth(tuple(tokens), opened, http.token_env)
 
 
 def token_of(headers: Mapping[str, str]) -> str | None:

@@ -1,5 +1,6 @@
 """Approvals over HTTP on a real server on loopback: a decision that asks carries
-``approval``; ``POST /v1/approvals/{id}`` approves or denies it once (decide or admin token);
+``approval``; ``POST /v1/approvals/{id}`` approves or denies it once (approve or admin token,
+never the host's decide token);
 unknown 404, expired 410, resolved twice 409; ``GET /v1/approvals`` lists one session's."""
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ from tests.conftest import write
 from tests.http.test_http import run_server
 
 DECIDE, ADMIN, READER = "decide-tok", "admin-tok", "other-tok"
-TOKENS = {"A_DECIDE": DECIDE, "A_ADMIN": ADMIN}
+APPROVE = "approve-tok"
+TOKENS = {"A_DECIDE": DECIDE, "A_ADMIN": ADMIN, "A_APPROVE": APPROVE}
 TOOL = "/v1/agents/a/points/tool_call"
 ENGINE_YAML = """
 http:
   tokens:
     - {name: sidecar, env: A_DECIDE, scopes: [decide]}
     - {name: ops, env: A_ADMIN, scopes: [admin]}
+    - {name: approver, env: A_APPROVE, scopes: [approve]}
 """
 ASK = """kind: approval
 name: ask
@@ -83,12 +86,12 @@ def test_a_decision_that_asks_carries_the_approval(base: str) -> None:
     assert data["approval"]["input"] == {"amount": 5}
 
 
-def test_a_decide_token_approves_and_the_call_then_runs(base: str) -> None:
+def test_an_approve_token_approves_and_the_call_then_runs(base: str) -> None:
     asked = pay(base, "h2")["approval"]
-    response = resolve(base, asked["id"], DECIDE, approve=True, note="ok")
+    response = resolve(base, asked["id"], APPROVE, approve=True, note="ok")
     assert response.status_code == 200, response.text
     done = response.json()
-    assert done["status"] == "approved" and done["resolved_by"] == "sidecar"
+    assert done["status"] == "approved" and done["resolved_by"] == "approver"
     assert done["resolved_at"] and done["note"] == "ok"
     after = pay(base, "h2")
     assert not after["blocked"] and "approval" not in after
@@ -104,14 +107,14 @@ def test_an_admin_token_denies_naming_who(base: str) -> None:
 
 def test_a_second_resolution_is_409_and_the_first_stands(base: str) -> None:
     asked = pay(base, "h4")["approval"]
-    assert resolve(base, asked["id"], DECIDE, approve=True).status_code == 200
+    assert resolve(base, asked["id"], APPROVE, approve=True).status_code == 200
     again = resolve(base, asked["id"], ADMIN, approve=False)
     assert again.status_code == 409 and again.json()["code"] == "approval_resolved"
     assert not pay(base, "h4")["blocked"]
 
 
 def test_an_unknown_id_is_404(base: str) -> None:
-    response = resolve(base, "0123abcd", DECIDE, approve=True)
+    response = resolve(base, "0123abcd", APPROVE, approve=True)
     assert response.status_code == 404 and response.json()["code"] == "approval_not_found"
 
 
@@ -120,7 +123,7 @@ def test_an_expired_id_is_410(base: str) -> None:
     past = (datetime.now(UTC) + timedelta(seconds=61)).isoformat()
     late = pay(base, "h5", time=past)
     assert late["blocked"] and "none came in time" in late["reason"]
-    response = resolve(base, asked["id"], DECIDE, approve=True)
+    response = resolve(base, asked["id"], APPROVE, approve=True)
     assert response.status_code == 410 and response.json()["code"] == "approval_expired"
 
 
@@ -130,9 +133,9 @@ def test_no_token_is_401_and_a_body_without_approve_is_422(base: str) -> None:
     assert bare.status_code == 401
     wrong = resolve(base, asked["id"], READER, approve=True)
     assert wrong.status_code == 401
-    missing = resolve(base, asked["id"], DECIDE, by="x")
+    missing = resolve(base, asked["id"], APPROVE, by="x")
     assert missing.status_code == 422 and missing.json()["errors"][0]["loc"] == ["body", "approve"]
-    text = resolve(base, asked["id"], DECIDE, approve="yes")
+    text = resolve(base, asked["id"], APPROVE, approve="yes")
     assert text.status_code == 422
 
 
@@ -143,7 +146,7 @@ def test_the_waiting_list_shows_one_sessions_approvals_only(base: str) -> None:
     listed = httpx.get(
         f"{base}/v1/approvals",
         params={"agent": "a", "session_id": "alpha"},
-        headers=auth(DECIDE),
+        headers=auth(APPROVE),
         timeout=10,
     )
     assert listed.status_code == 200
@@ -151,7 +154,7 @@ def test_the_waiting_list_shows_one_sessions_approvals_only(base: str) -> None:
 
 
 def test_a_denied_path_id_is_422_not_a_lookup(base: str) -> None:
-    response = resolve(base, "..%2F..%2Fetc", DECIDE, approve=True)
+    response = resolve(base, "..%2F..%2Fetc", APPROVE, approve=True)
     assert response.status_code in (404, 422)
     assert response.json()["code"] in ("invalid_input", "not_found")
 
@@ -170,3 +173,18 @@ def test_the_opa_route_carries_the_approval_and_denies_meanwhile(base: str) -> N
     assert response.status_code == 200, response.text
     found = response.json()["result"]
     assert found["allow"] is False and found["approval"]["message"] == "Pay 5?"
+
+
+def test_the_hosts_decide_token_can_neither_approve_nor_list_approvals(base: str) -> None:
+    # the host asking for decisions (and the agent that can read its token) must not answer
+    # its own question: approving takes an approve (or admin) token, a person's
+    asked = pay(base, "h9", session="gamma")["approval"]
+    own = resolve(base, asked["id"], DECIDE, approve=True, by="alice")
+    assert own.status_code == 403 and own.json()["code"] == "forbidden"
+    listed = httpx.get(
+        f"{base}/v1/approvals", params={"agent": "a"}, headers=auth(DECIDE), timeout=10
+    )
+    assert listed.status_code == 403
+    assert pay(base, "h9", session="gamma")["approval"]["id"] == asked["id"]  # still waiting
+    assert resolve(base, asked["id"], APPROVE, approve=True).json()["resolved_by"] == "approver"
+    assert not pay(base, "h9", session="gamma")["blocked"]
