@@ -38,7 +38,9 @@ def resolve(
             cause="unknown",
         )
     done = store.approval_resolve(approval_id, approve=approve, by=by, note=note, now=_now())
-    log.info("approval %s of agent %s: %s by %s", approval_id, agent, done.status, by)
+    # quoted: ``by`` is the caller's text (an HTTP body's), and a newline in it must not
+    # forge a line of the log
+    log.info("approval %r of agent %r: %s by %r", approval_id, agent, done.status, by)
     return done
 
 

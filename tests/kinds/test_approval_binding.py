@@ -4,8 +4,11 @@ when the call has no id, and the question shows the input's hidden characters.""
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
+
+import pytest
 
 from tests import backends
 
@@ -119,3 +122,17 @@ def test_the_cli_line_a_person_decides_from_shows_the_whole_input(hook_agent: An
     (waiting,) = agent.approvals(session_id="s1")
     line = approval_line(waiting)
     assert "x" * 300 + "\\u202e; rm -rf /" in line and line.isprintable()
+
+
+def test_who_decided_cannot_forge_a_log_line(
+    hook_agent: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = hook_agent(ASK)
+    asked = agent.tool_call("pay", {"amount": 5}, call_id="c1", session_id="s1").approval
+    assert asked is not None
+    by = "alice\nINFO engine.approvals approval x of agent a: approved by admin"
+    with caplog.at_level(logging.INFO, logger="engine.approvals"):
+        done = agent.resolve(asked["id"], False, by=by, note="<script>x</script>")
+    assert done.resolved_by == by  # kept as given; only its log line is quoted
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "engine.approvals"]
+    assert "\n" not in line and "'alice\\nINFO" in line
