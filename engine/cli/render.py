@@ -44,9 +44,11 @@ def approval_line(approval: Any) -> str:
     from engine.kinds.approval import visible
 
     shown = visible(json.dumps(approval.input, ensure_ascii=False, sort_keys=True))
+    kept = getattr(approval, "remember_scope", None)
+    remembered = f"; approving also allows it later in {visible(kept)}" if kept else ""
     return (
         f"  {approval.id}  {visible(approval.message)}  [{visible(approval.tool)} {shown}; "
-        f"expires {approval.expires_at}]"
+        f"expires {approval.expires_at}{remembered}]"
     )
 
 

@@ -44,6 +44,10 @@ class ApprovalOut(BaseModel):
     tool: str
     input: dict[str, Any]
     message: str
+    remember_scope: str | None
+    """Where approving also lets later calls of this tool with this input run unasked
+    (``session:<id>``, ``user:<id>``); null: this call only. The person sees what "approve"
+    means before deciding."""
     status: str
     """pending | approved | denied | expired."""
     created_at: str

@@ -45,6 +45,8 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             "engine.yaml": ENGINE_YAML,
             "agents/a/agent.yaml": "hooks: [ask]\n",
             "agents/a/hooks/ask.yaml": ASK,
+            "agents/r/agent.yaml": "hooks: [ask]\n",
+            "agents/r/hooks/ask.yaml": ASK + "remember: user\n",
         },
     )
     with pytest.MonkeyPatch.context() as mp:
@@ -188,3 +190,27 @@ def test_the_hosts_decide_token_can_neither_approve_nor_list_approvals(base: str
     assert pay(base, "h9", session="gamma")["approval"]["id"] == asked["id"]  # still waiting
     assert resolve(base, asked["id"], APPROVE, approve=True).json()["resolved_by"] == "approver"
     assert not pay(base, "h9", session="gamma")["blocked"]
+
+
+def test_the_person_sees_whether_approving_is_remembered(base: str) -> None:
+    body = {
+        "event": {"name": "pay", "input": {"amount": 7}, "call_id": "r1"},
+        "scope": {"session_id": "s1", "user_id": "u1"},
+    }
+    asked = httpx.post(
+        base + "/v1/agents/r/points/tool_call", json=body, headers=auth(DECIDE), timeout=10
+    ).json()["approval"]
+    listed = httpx.get(
+        f"{base}/v1/approvals", params={"agent": "r"}, headers=auth(APPROVE), timeout=10
+    ).json()
+    assert [(a["id"], a["remember_scope"]) for a in listed] == [(asked["id"], "user:u1")]
+    once = pay(base, "r2", session="delta")["approval"]
+    listed = httpx.get(
+        f"{base}/v1/approvals",
+        params={"agent": "a", "session_id": "delta"},
+        headers=auth(APPROVE),
+        timeout=10,
+    ).json()
+    assert [(a["id"], a["remember_scope"]) for a in listed] == [(once["id"], None)]
+    done = resolve(base, asked["id"], APPROVE, approve=True).json()
+    assert done["remember_scope"] == "user:u1"

@@ -136,3 +136,12 @@ def test_who_decided_cannot_forge_a_log_line(
     assert done.resolved_by == by  # kept as given; only its log line is quoted
     (line,) = [r.getMessage() for r in caplog.records if r.name == "engine.approvals"]
     assert "\n" not in line and "'alice\\nINFO" in line
+
+
+def test_the_cli_line_says_when_approving_is_remembered(hook_agent: Any) -> None:
+    from engine.cli.render import approval_line
+
+    agent = hook_agent(ASK + "remember: session\n")
+    agent.tool_call("pay", {"amount": 5}, call_id="c1", session_id="s1")
+    (waiting,) = agent.approvals(session_id="s1")
+    assert "approving also allows it later in session:s1" in approval_line(waiting)
