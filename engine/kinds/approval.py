@@ -14,7 +14,7 @@ import re
 import unicodedata
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
@@ -108,7 +108,11 @@ class ApprovalHook(SpecHook):
     def _ask(
         self, event: dict[str, Any], ctx: HookContext, tool: str, args: dict[str, Any]
     ) -> Approval:
-        now = utc(event["time"]) or event["time"]
+        # the event's time, but never later than the clock: a host's time ahead (a skewed
+        # clock, a year 2999) would stretch timeout_s, and the person, who resolves by the
+        # clock, could approve long after the call should have been denied
+        clock = datetime.now(UTC).isoformat(timespec="microseconds")
+        now = min(utc(event["time"]) or event["time"], clock)
         expires = datetime.fromisoformat(now) + timedelta(seconds=self.config.timeout_s)
         approval = Approval(
             id=uuid.uuid4().hex,

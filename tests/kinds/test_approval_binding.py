@@ -145,3 +145,35 @@ def test_the_cli_line_says_when_approving_is_remembered(hook_agent: Any) -> None
     agent.tool_call("pay", {"amount": 5}, call_id="c1", session_id="s1")
     (waiting,) = agent.approvals(session_id="s1")
     assert "approving also allows it later in session:s1" in approval_line(waiting)
+
+
+def test_an_event_time_ahead_of_the_clock_does_not_stretch_the_timeout(hook_agent: Any) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from engine.errors import ApprovalError
+
+    agent = hook_agent(ASK + "timeout_s: 60\n")
+    ahead = [(datetime.now(UTC) + timedelta(days=3)).isoformat(), "2999-01-01T00:00:00+00:00"]
+    for time in ahead:
+        out = agent.tool_call("pay", {"amount": 5}, call_id=time, session_id="s1", time=time)
+        # asked at the clock's time: at the event's, it is already past timeout_s
+        assert out.blocked and out.approval is None
+        assert "none came in time" in (out.reason or "")
+        asked = out.hooks[-1].extras["approval"]
+        with pytest.raises(ApprovalError) as refused:
+            agent.resolve(asked["id"], True, by="alice")
+        assert refused.value.cause == "expired"
+
+
+def test_an_event_time_in_another_zone_is_the_same_moment(hook_agent: Any) -> None:
+    from datetime import UTC, datetime, timedelta, timezone
+
+    agent = hook_agent(ASK + "timeout_s: 60\n")
+    asked = agent.tool_call("pay", {"amount": 5}, call_id="c1", session_id="s1").approval
+    assert asked is not None
+    east = timezone(timedelta(hours=5))
+    at_59 = (datetime.now(UTC) + timedelta(seconds=30)).astimezone(east).isoformat()
+    at_61 = (datetime.now(UTC) + timedelta(seconds=62)).astimezone(east).isoformat()
+    assert agent.tool_call("pay", {"amount": 5}, call_id="c1", session_id="s1", time=at_59).approval
+    late = agent.tool_call("pay", {"amount": 5}, call_id="c1", session_id="s1", time=at_61)
+    assert late.blocked and late.approval is None and "none came in time" in (late.reason or "")
