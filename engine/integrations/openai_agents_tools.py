@@ -37,6 +37,7 @@ from engine.integrations.openai_agents_events import (
 from engine.outcome import Outcome
 from engine.points import Point
 from engine.runtime import Agent as EngineAgent
+from engine.store.approvals import input_digest
 
 _DECIDED: weakref.WeakKeyDictionary[ToolContext[Any], Outcome] = weakref.WeakKeyDictionary()
 """The tool_call outcome of each invocation, by its ToolContext: the SDK hands the same object
@@ -170,9 +171,17 @@ _UNCHECKED = (
 )
 
 
-_ASKED: dict[str, str] = {}
-"""The approval a tool call waits on, by its call id (``needs_approval`` notes it,
-``resolve_approval`` takes it); bounded by ``_ASKED_MAX``."""
+_ASKED: dict[tuple[str, str, str], str] = {}
+"""The approval a tool call waits on, by its call id, tool and arguments (``needs_approval``
+notes it, ``resolve_approval`` takes it); bounded by ``_ASKED_MAX``. The call id alone is
+not enough: two runs may wait on calls with one id (a model numbering its calls), and the
+item a person answers must resolve the approval of the call they saw, not the other's."""
+
+
+def _asked_key(call_id: str, tool: str | None, params: dict[str, Any]) -> tuple[str, str, str]:
+    return call_id, tool or "", input_digest(params)
+
+
 _ASKED_MAX = 10_000
 
 
@@ -201,7 +210,7 @@ def _needs_approval(tool: FunctionTool, policy: Policy) -> Any:
             return False
         if len(_ASKED) >= _ASKED_MAX:
             _ASKED.pop(next(iter(_ASKED)))
-        _ASKED[call_id] = out.approval["id"]
+        _ASKED[_asked_key(call_id, tool.name, params)] = out.approval["id"]
         return True
 
     return needs_approval
@@ -223,7 +232,12 @@ async def resolve_approval(
     Raises:
         StoreError: the engine's store could not be written.
     """
-    approval_id = _ASKED.pop(item.call_id or "", None)
+    try:
+        params = arguments(item.arguments or "")
+    except ValueError:  # not the call the engine asked about: the tool's guardrail refuses
+        params = None
+    key = _asked_key(item.call_id or "", item.tool_name, params) if params is not None else None
+    approval_id = _ASKED.pop(key, None) if key is not None else None
     if approval_id is not None:
         with suppress(ApprovalError):  # decided already, or expired: the engine says which
             await agent.aresolve(approval_id, approve, by=by, note=note)

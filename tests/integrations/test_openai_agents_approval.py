@@ -100,3 +100,35 @@ async def test_approving_only_in_the_run_state_still_blocks_the_tool(ops: Engine
     await Runner.run(agent, state)
     assert deleted == []
     assert outputs(model, 1)["c1"] == "approval required: Delete a.txt?"
+
+
+async def test_a_call_id_two_runs_share_resolves_the_call_the_person_saw(ops: EngineAgent) -> None:
+    # models behind some servers number their calls (call_0, call_1...): two runs may wait
+    # on calls with one id; approving one run's item must not approve the other's input
+    deleted: list[str] = []
+
+    @function_tool
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        deleted.append(path)
+        return "deleted"
+
+    def run_agent(path: str) -> Agent[Any]:
+        model = ScriptedModel(
+            [
+                [function_call("delete_file", {"path": path}, call_id="c1")],
+                [assistant_message("ok")],
+            ]
+        )
+        return Agent(name="a", model=model, tools=oa.guard_tools([delete_file], ops))
+
+    safe, danger = run_agent("notes.txt"), run_agent("/")
+    first = await Runner.run(safe, "delete notes", context={"session_id": "s1"})
+    await Runner.run(danger, "delete root", context={"session_id": "s2"})
+    (seen,) = first.interruptions
+    state = first.to_state()
+    await oa.resolve_approval(state, seen, ops, True, by="alice")
+    (root,) = ops.approvals(session_id="s2")
+    assert root.input == {"path": "/"}  # still waiting: alice saw notes.txt
+    await Runner.run(safe, state)
+    assert deleted == ["notes.txt"]
