@@ -177,3 +177,32 @@ def test_an_event_time_in_another_zone_is_the_same_moment(hook_agent: Any) -> No
     assert agent.tool_call("pay", {"amount": 5}, call_id="c1", session_id="s1", time=at_59).approval
     late = agent.tool_call("pay", {"amount": 5}, call_id="c1", session_id="s1", time=at_61)
     assert late.blocked and late.approval is None and "none came in time" in (late.reason or "")
+
+
+def test_racing_approvers_on_two_engines_let_exactly_one_decision_stand(hook_agent: Any) -> None:
+    from engine.errors import ApprovalError
+
+    agents = [hook_agent(ASK), hook_agent(ASK)]
+    asked = agents[0].tool_call("pay", {"amount": 5}, call_id="c1", session_id="s1").approval
+    assert asked is not None
+    start, results = threading.Barrier(6), []
+
+    def decide(i: int) -> None:
+        start.wait()
+        try:
+            done = agents[i % 2].resolve(asked["id"], i % 3 == 0, by=f"p{i}")
+            results.append(done.status)
+        except ApprovalError as exc:
+            results.append(exc.cause)
+
+    threads = [threading.Thread(target=decide, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    won = [r for r in results if r in ("approved", "denied")]
+    assert len(won) == 1 and results.count("resolved") == 5
+    stored = agents[1].engine.store.approval_get(asked["id"])
+    assert stored.status == won[0]
+    out = agents[1].tool_call("pay", {"amount": 5}, call_id="c1", session_id="s1")
+    assert out.blocked is (won[0] == "denied")
