@@ -312,16 +312,20 @@ def _add_record_host(conn: sa.Connection) -> None:
         )
 
 
-def _add_turn_log_user(conn: sa.Connection) -> None:
-    """Version 10: a session's last prompt names its user, so that forgetting the user
-    deletes it. Rows of an older store name none (forgetting a user still finds those of the
-    sessions the user's conversation entries name)."""
-    t = turn_log_table
+def _add_user_column(conn: sa.Connection, t: sa.Table) -> None:
+    """Add ``t``'s ``user_id`` column (and its indexes) to an older store; safe to run again."""
     have = {c["name"] for c in sa.inspect(conn).get_columns(t.name)}
     if "user_id" not in have:
         conn.execute(sa.text(f"ALTER TABLE {t.name} ADD COLUMN user_id VARCHAR(300)"))
     for index in t.indexes:
         index.create(conn, checkfirst=True)
+
+
+def _add_turn_log_user(conn: sa.Connection) -> None:
+    """Version 10: a session's last prompt names its user, so that forgetting the user
+    deletes it. Rows of an older store name none (forgetting a user still finds those of the
+    sessions the user's conversation entries name)."""
+    _add_user_column(conn, turn_log_table)
 
 
 WIDENED = ((faq_table.name, "namespace"), (state_table.name, "hook"))
@@ -344,12 +348,7 @@ def _add_approval_user(conn: sa.Connection) -> None:
     """Version 12: an approval names the user whose call it is; one asked in a session is
     kept under the session, and forgetting the user must still find it. Rows of an older
     store name none (they go with their session, or with a user's scope key)."""
-    t = approvals_table
-    have = {c["name"] for c in sa.inspect(conn).get_columns(t.name)}
-    if "user_id" not in have:
-        conn.execute(sa.text(f"ALTER TABLE {t.name} ADD COLUMN user_id VARCHAR(300)"))
-    for index in t.indexes:
-        index.create(conn, checkfirst=True)
+    _add_user_column(conn, approvals_table)
 
 
 def _add_artifact_user(conn: sa.Connection) -> None:
@@ -357,12 +356,7 @@ def _add_artifact_user(conn: sa.Connection) -> None:
     session, and forgetting the user must still find it. Rows of an older store name none
     (they go with their session, or with the user whose conversation entries or last prompt
     name their session: engine/store/artifacts.py)."""
-    t = artifacts_table
-    have = {c["name"] for c in sa.inspect(conn).get_columns(t.name)}
-    if "user_id" not in have:
-        conn.execute(sa.text(f"ALTER TABLE {t.name} ADD COLUMN user_id VARCHAR(300)"))
-    for index in t.indexes:
-        index.create(conn, checkfirst=True)
+    _add_user_column(conn, artifacts_table)
 
 
 def _full_text_search(conn: sa.Connection) -> None:
