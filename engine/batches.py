@@ -32,6 +32,16 @@ class Batch:
 
 
 @dataclass(slots=True)
+class Blocking:
+    """A step of an evaluation that may wait on I/O: a built-in hook that waits on a store
+    or an LLM, or a script hook's state and entries loaded from or saved to the store
+    (``script_hooks``). ``run()`` never raises; the sync driver calls it in place, the async
+    driver in a thread, off the event loop. The generator is sent what it returns."""
+
+    run: Callable[[], Any]
+
+
+@dataclass(slots=True)
 class _Prepared:
     """A script hook's call, ready to go in a batch."""
 
@@ -59,7 +69,7 @@ def script_hooks(run: Run, slots: tuple[Slot, ...]) -> Generator[Step, Any, None
     left = list(slots)
     while left and not run.stopped:
         if _reads_wait(run, left):
-            prepared, failed = yield _blocking()(partial(_prepare, run, left))
+            prepared, failed = yield Blocking(partial(_prepare, run, left))
         else:
             prepared, failed = _prepare(run, left)
         if prepared:
@@ -69,7 +79,7 @@ def script_hooks(run: Run, slots: tuple[Slot, ...]) -> Generator[Step, Any, None
             )
             trip_ms = (time.perf_counter() - started) * 1000
             if _writes(answer):
-                done = yield _blocking()(partial(_take_results, run, prepared, answer, trip_ms))
+                done = yield Blocking(partial(_take_results, run, prepared, answer, trip_ms))
             else:
                 done = _take_results(run, prepared, answer, trip_ms)
             left = left[done:]
@@ -100,18 +110,6 @@ def _writes(answer: Any) -> bool:
         getattr(result, "state_writes", None) or getattr(result, "entries_added", None)
         for result in answer
     )
-
-
-_BLOCKING: list[Any] = []
-
-
-def _blocking() -> Any:
-    """engine/pipeline.py ``Blocking``, imported on first use (pipeline imports this module)."""
-    if not _BLOCKING:
-        from engine.pipeline import Blocking
-
-        _BLOCKING.append(Blocking)
-    return _BLOCKING[0]
 
 
 def _prepare(

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from engine.batches import Batch, script_hooks
+from engine.batches import Batch, Blocking, script_hooks
 from engine.changes import EMPTY, Change, Merger, apply, join_answer, merge, parse_change
 from engine.config.models import RecordsSettings
 from engine.errors import InputError, PluginError, ScriptError, StoreError
@@ -133,16 +133,6 @@ class Failure(Exception):
     def __init__(self, message: str, cause: str) -> None:
         super().__init__(message)
         self.cause = cause
-
-
-@dataclass(slots=True)
-class Blocking:
-    """A step of an evaluation that may wait on I/O: a built-in hook that waits on a store
-    or an LLM, or a script hook's state and entries loaded from or saved to the store
-    (engine/batches.py). ``run()`` never raises; the sync driver calls it in place, the async
-    driver in a thread, off the event loop. The generator is sent what it returns."""
-
-    run: Callable[[], Any]
 
 
 Step = Batch | Blocking

@@ -40,7 +40,7 @@ class SpecHook:
     points: ClassVar[frozenset[Point]] = frozenset()
     blocks: ClassVar[bool] = False
     """Whether ``run`` may wait on I/O (a store, an LLM): the async driver then runs it in a
-    thread (engine/pipeline.py ``Blocking``); the others run on the event loop."""
+    thread (engine/batches.py ``Blocking``); the others run on the event loop."""
 
     def __post_init__(self) -> None:
         # plain attributes, not properties: the pipeline reads them on every call
